@@ -1,0 +1,119 @@
+"""Beam search, one step at a time, with the same result as transformers'
+generate(num_beams=B, length_penalty=L, early_stopping=False, do_sample=False).
+
+Each step: every running beam is expanded over the whole vocabulary (cumulative log-prob =
+beam score + log p(token)); the best 2B candidates are ranked; a candidate that ends in EOS (or
+reaches max_new_tokens) and ranks in the top B becomes a finished hypothesis, scored
+sum log-prob / length ** length_penalty; the best B candidates that did not finish are the new beams.
+The search stops when no running beam can still beat the worst of B finished hypotheses.
+"""
+from __future__ import annotations
+
+from collections.abc import Generator
+
+import torch
+
+from .errors import SpecVizError
+from .step import eos_ids, token_text
+from .trace import BeamCandidate, BeamStep, Counters, Hypothesis, Result
+
+NEG = -1.0e9  # transformers' stand-in for "impossible"
+
+
+def _hyp(tokenizer, tokens, logprob, score) -> Hypothesis:
+    return Hypothesis(tuple(tokens), tokenizer.decode(list(tokens)), float(logprob), float(score))
+
+
+@torch.inference_mode()
+def beam_steps(model, tokenizer, prompt_ids: list[int], num_beams: int, max_new_tokens: int,
+               length_penalty: float = 1.0, top_n: int = 3) -> Generator[BeamStep, None, Result]:
+    if num_beams < 1:
+        raise SpecVizError(f"Beam width must be at least 1; got {num_beams}.")
+    B = num_beams
+    stop = eos_ids(model, tokenizer)
+    dev = model.device
+    # One prefill of the prompt: at step 1 only beam 0 is alive (the others start at -1e9 in
+    # transformers), so its logits are all we need; the cache is copied to B rows below.
+    out = model(input_ids=torch.tensor([prompt_ids], device=dev), use_cache=True, logits_to_keep=1)
+    cache, logits = out.past_key_values, out.logits[:, -1].float()
+    passes = 1
+    beams: list[list[int]] = [[]]
+    beam_scores = torch.zeros(1, device=dev)  # cumulative log-probs of the running beams
+    finished: list[tuple[float, list[int], float]] = []  # (score, tokens, logprob), best first
+
+    for step in range(max_new_tokens):
+        gen_len = step + 1
+        logp = torch.log_softmax(logits, dim=-1)  # (beams, vocab)
+        vocab = logp.shape[-1]
+        total = (logp + beam_scores[:, None]).reshape(-1)
+        top_scores, top_idx = torch.topk(total, 2 * B)  # 2B: enough to refill B beams after EOS
+        parents = (top_idx // vocab).tolist()
+        tokens = (top_idx % vocab).tolist()
+        scores = top_scores.tolist()
+        last = gen_len == max_new_tokens
+        hits = [t in stop or last for t in tokens]
+
+        # Finished: candidates that hit a stop and rank in the top B. Keep the best B overall.
+        new_finished = []
+        for r in range(B):
+            if hits[r]:
+                seq = beams[parents[r]] + [tokens[r]]
+                new_finished.append((scores[r] / (gen_len ** length_penalty), seq, scores[r], r))
+        pool = [(s, t, lp, -1) for s, t, lp in finished] + new_finished
+        pool.sort(key=lambda h: -h[0])
+        kept_finished = pool[:B]
+        finished_ranks = {h[3] for h in kept_finished if h[3] >= 0}
+        finished = [(s, t, lp) for s, t, lp, _ in kept_finished]
+
+        # Running: the best B candidates that did not stop.
+        live = [r for r in range(2 * B) if not hits[r]][:B]
+        child_of = {r: i for i, r in enumerate(live)}
+
+        # What the viewer sees: each beam's own top_n expansions plus every ranked candidate.
+        rank_of = {(p, t): r for r, (p, t) in enumerate(zip(parents, tokens))}
+        shown = {(p, t) for p, t in zip(parents, tokens)}
+        if top_n:
+            own = torch.topk(logp, min(top_n, vocab), dim=-1).indices.tolist()
+            shown |= {(b, t) for b in range(len(beams)) for t in own[b] if float(beam_scores[b]) > NEG / 2}
+        candidates = []
+        for p, t in sorted(shown, key=lambda pt: -(float(logp[pt[0], pt[1]]) + float(beam_scores[pt[0]]))):
+            r = rank_of.get((p, t), -1)
+            status = "kept" if r in child_of else "finished" if r in finished_ranks else "pruned"
+            candidates.append(BeamCandidate(p, t, token_text(tokenizer, t), float(logp[p, t]),
+                                            float(logp[p, t] + beam_scores[p]), status, r, child_of.get(r, -1)))
+
+        before = tuple(_hyp(tokenizer, b, s, s / max(len(b), 1) ** length_penalty)
+                       for b, s in zip(beams, beam_scores.tolist()))
+        if live:
+            beams = [beams[parents[r]] + [tokens[r]] for r in live]
+            beam_scores = torch.tensor([scores[r] for r in live], device=dev)
+        else:
+            beams = []
+        after = tuple(_hyp(tokenizer, b, s, s / gen_len ** length_penalty) for b, s in zip(beams, beam_scores.tolist()))
+        fin = tuple(_hyp(tokenizer, t, lp, s) for s, t, lp in finished)
+
+        # Stop when no running beam can beat the worst finished one (early_stopping=False heuristic:
+        # the best running score judged at the current length), or nothing is left to run.
+        stopped = ""
+        if last:
+            stopped = f"reached max new tokens ({max_new_tokens})"
+        elif not live:
+            stopped = "no running beam left"
+        elif len(finished) == B and float(beam_scores[0]) / gen_len ** length_penalty <= finished[-1][0]:
+            stopped = "no running beam can beat the finished hypotheses"
+        yield BeamStep(step, before, tuple(candidates), after, fin, stopped)
+        if stopped:
+            break
+
+        # Reorder the cache so row i holds beam i's history, then score every beam's new token in
+        # one batched forward.
+        cache.reorder_cache(torch.tensor([parents[r] for r in live], device=dev))
+        out = model(input_ids=torch.tensor([[b[-1]] for b in beams], device=dev),
+                    past_key_values=cache, use_cache=True)
+        cache, logits = out.past_key_values, out.logits[:, -1].float()
+        passes += 1
+
+    best_score, best_tokens, best_lp = finished[0]
+    return Result("beam", list(prompt_ids), list(best_tokens), tokenizer.decode(best_tokens, skip_special_tokens=True),
+                  Counters(target_passes=passes), score=float(best_score), logprob=float(best_lp),
+                  finished=[_hyp(tokenizer, t, lp, s) for s, t, lp in finished])

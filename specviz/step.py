@@ -1,0 +1,85 @@
+"""The one model-step helper every algorithm shares: a model plus its KV cache.
+
+`logits(ids, keep)` feeds only the tokens the cache has not seen yet and returns the logits of the
+last `keep` positions; `crop(n)` rolls the cache back to its first n tokens (DynamicCache.crop). With
+that, speculative rollback is one line: crop to the accepted prefix, and the next call feeds whatever
+is missing.
+"""
+from __future__ import annotations
+
+import time
+
+import torch
+
+
+class Stepper:
+    def __init__(self, model: torch.nn.Module):
+        self.model = model
+        self.cache = None  # a DynamicCache once the first forward made one
+        self.passes = 0
+        self.seconds = 0.0  # time inside forward calls, for measuring the draft cost ratio c
+
+    @property
+    def cached(self) -> int:
+        return 0 if self.cache is None else self.cache.get_seq_length()
+
+    @torch.inference_mode()
+    def logits(self, ids: list[int], keep: int = 1) -> torch.Tensor:
+        """(keep, vocab) float32 logits for the last `keep` positions of ids."""
+        new = ids[self.cached:]
+        assert len(new) >= keep, "asked for logits of positions the cache already holds"
+        t0 = time.perf_counter()
+        out = self.model(
+            input_ids=torch.tensor([new], device=self.model.device),
+            past_key_values=self.cache,
+            use_cache=True,
+            logits_to_keep=keep,  # the head over the whole prompt would be wasted work
+        )
+        self.cache = out.past_key_values
+        logits = out.logits[0, -keep:].float()
+        self.seconds += time.perf_counter() - t0
+        self.passes += 1
+        return logits
+
+    def crop(self, n: int) -> None:
+        # transformers 5: crop(-m) removes the last m tokens (a positive size is refused)
+        if self.cache is not None and self.cached > n:
+            self.cache.crop(n - self.cached)
+
+
+def token_text(tokenizer, token: int) -> str:
+    return tokenizer.decode([token])
+
+
+def top_probs(tokenizer, probs: torch.Tensor, n: int, must_include: int | None = None):
+    """The n most likely tokens of a distribution (plus must_include, if it is not among them)."""
+    from .trace import TokenProb
+
+    n = min(n, probs.shape[-1])
+    values, ids = torch.topk(probs, n)
+    pairs = list(zip(ids.tolist(), values.tolist()))
+    if must_include is not None and must_include not in ids.tolist():
+        pairs.append((must_include, float(probs[must_include])))
+    return tuple(TokenProb(i, token_text(tokenizer, i), float(v)) for i, v in pairs)
+
+
+def eos_ids(model, tokenizer) -> set[int]:
+    ids = set()
+    cfg_eos = getattr(model.generation_config, "eos_token_id", None)
+    for e in (cfg_eos if isinstance(cfg_eos, (list, tuple)) else [cfg_eos]):
+        if e is not None:
+            ids.add(int(e))
+    # generate() stops on the generation config's EOS; fall back to the tokenizer's only without one
+    if not ids and tokenizer.eos_token_id is not None:
+        ids.add(int(tokenizer.eos_token_id))
+    return ids
+
+
+def run_steps(steps):
+    """Iterate a step generator to its end; returns (events, result). A full run is just this."""
+    events = []
+    while True:
+        try:
+            events.append(next(steps))
+        except StopIteration as stop:
+            return events, stop.value
