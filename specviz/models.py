@@ -15,6 +15,7 @@ import shutil
 from dataclasses import dataclass
 
 import torch
+from transformers.utils import logging as hf_logging
 
 from .errors import SpecVizError
 
@@ -23,6 +24,7 @@ EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 EMBEDDED_NAME = "SmolLM2-135M-Instruct (embedded)"
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 SHIPPED_DRAFT = REPO_ROOT / "models" / "draft"
+hf_logging.disable_progress_bar()  # the CLI and the pages show their own progress
 
 
 def pick_device(device: str | None = None) -> torch.device:

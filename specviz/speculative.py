@@ -33,6 +33,11 @@ def residual(p: torch.Tensor, q: torch.Tensor) -> tuple[torch.Tensor, bool]:
     return r / total, False
 
 
+def accept_probability(p_x: float, q_x: float) -> float:
+    """min(1, p(x)/q(x)): x was drawn from q, so q(x) > 0."""
+    return min(1.0, p_x / q_x)
+
+
 def one_hot(token: int, like: torch.Tensor) -> torch.Tensor:
     q = torch.zeros_like(like)
     q[token] = 1.0
@@ -80,7 +85,7 @@ def speculative_steps(target, drafter, tokenizer, prompt_ids: list[int], max_new
                 ok, prob, u = x == best, 1.0 if x == best else 0.0, None
             else:
                 best = -1
-                prob = min(1.0, float(p[i, x]) / float(q_i[x]))
+                prob = accept_probability(float(p[i, x]), float(q_i[x]))
                 u = float(torch.rand((), generator=gen))
                 ok = u < prob
             verdicts.append(Verdict(i, x, token_text(tokenizer, x), float(p[i, x]), float(q_i[x]), prob, u, ok,

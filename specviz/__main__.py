@@ -1,0 +1,115 @@
+"""python -m specviz decode ... : run one decoding method from the command line."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m specviz")
+    sub = ap.add_subparsers(dest="command", required=True)
+    d = sub.add_parser("decode", help="decode one prompt with greedy, sampling, beam or speculative decoding")
+    d.add_argument("--method", choices=["greedy", "sample", "beam", "speculative"], default="greedy")
+    d.add_argument("--prompt", required=True)
+    d.add_argument("--chat", action="store_true", help="wrap the prompt in the tokenizer's chat template")
+    d.add_argument("--max-new-tokens", type=int, default=64)
+    d.add_argument("--num-beams", type=int, default=4)
+    d.add_argument("--length-penalty", type=float, default=1.0)
+    d.add_argument("--k", type=int, default=4, help="draft tokens per cycle")
+    d.add_argument("--dynamic-k", action="store_true")
+    d.add_argument("--drafter", choices=["model", "ngram", "early-exit"], default=None,
+                   help="default: the draft model when one is loaded, else n-gram lookup")
+    d.add_argument("--early-exit-layers", type=int, default=4)
+    d.add_argument("--temperature", type=float, default=None,
+                   help="0 = greedy; default 0 for greedy/beam/speculative, 1 for sample")
+    d.add_argument("--top-k", type=int, default=0)
+    d.add_argument("--top-p", type=float, default=1.0)
+    d.add_argument("--seed", type=int, default=0)
+    d.add_argument("--num-samples", type=int, default=1, help="independent seeded draws (seed, seed+1, ...)")
+    d.add_argument("--target", default=None, help="Hugging Face id or local folder (default: embedded SmolLM2)")
+    d.add_argument("--draft", default=None, help="Hugging Face id or local folder of a draft model")
+    d.add_argument("--device", default=None, help="cpu, cuda or auto (default)")
+    d.add_argument("--json", action="store_true", help="print one JSON object")
+    return ap
+
+
+def _check(a) -> None:
+    from .errors import SpecVizError
+
+    if not a.prompt.strip():
+        raise SpecVizError("The prompt is empty: type something for the model to continue.")
+    if a.max_new_tokens < 1 or a.max_new_tokens > 4096:
+        raise SpecVizError(f"--max-new-tokens must be between 1 and 4096; got {a.max_new_tokens}.")
+    if a.method == "beam" and not 1 <= a.num_beams <= 64:
+        raise SpecVizError(f"--num-beams must be between 1 and 64; got {a.num_beams}.")
+    if a.method == "speculative" and not 1 <= a.k <= 64:
+        raise SpecVizError(f"--k must be between 1 and 64; got {a.k}.")
+    if not 1 <= a.num_samples <= 10_000:
+        raise SpecVizError(f"--num-samples must be between 1 and 10000; got {a.num_samples}.")
+
+
+def decode(a) -> dict:
+    from .beam import beam_steps
+    from .drafters import make_drafter
+    from .greedy import greedy_steps
+    from .models import load_pair, load_target
+    from .prompting import context_size, encode_prompt
+    from .sampling import SamplingConfig
+    from .speculative import speculative_steps
+    from .step import run_steps
+
+    _check(a)
+    temperature = a.temperature if a.temperature is not None else (1.0 if a.method == "sample" else 0.0)
+    cfg = SamplingConfig(temperature, a.top_k, a.top_p, a.seed).validate()
+    if not a.json:
+        print("loading model (the first run converts the embedded GGUF, ~20 s)...", file=sys.stderr, flush=True)
+    if a.method == "speculative":
+        pair = load_pair(a.target, a.draft, a.device)
+        model, tok = pair.target, pair.tokenizer
+    else:
+        model, tok = load_target(a.target, a.device)
+    ids = encode_prompt(tok, a.prompt, a.chat, context_size(model), a.max_new_tokens)
+
+    def one(seed: int):
+        c = SamplingConfig(cfg.temperature, cfg.top_k, cfg.top_p, seed)
+        if a.method in ("greedy", "sample"):
+            return run_steps(greedy_steps(model, tok, ids, a.max_new_tokens, c))[1]
+        if a.method == "beam":
+            return run_steps(beam_steps(model, tok, ids, a.num_beams, a.max_new_tokens, a.length_penalty))[1]
+        kind = a.drafter or ("model" if pair.draft is not None else "ngram")
+        drafter = make_drafter(kind, pair, early_exit_layers=a.early_exit_layers)
+        return run_steps(speculative_steps(model, drafter, tok, ids, a.max_new_tokens, a.k, c, a.dynamic_k))[1]
+
+    results = [one(a.seed + i) for i in range(a.num_samples)]
+    out = results[0].as_dict()
+    out["prompt_tokens"] = len(ids)
+    if a.num_samples > 1:
+        out["samples"] = [r.token_ids for r in results]
+    return out
+
+
+def main(argv=None) -> int:
+    from .errors import SpecVizError
+
+    a = _parser().parse_args(argv)
+    try:
+        out = decode(a)
+    except SpecVizError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    if a.json:
+        print(json.dumps(out))
+    else:
+        print(out["text"])
+        extra = f"  score {out['score']:.4f}" if out.get("score") is not None else ""
+        print(f"\n[{a.method}: {len(out['token_ids'])} tokens, {out['target_passes']} target passes, "
+              f"{out['draft_passes']} draft passes, {out['mean_acceptance_length']:.2f} tokens/target pass{extra}]",
+              file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

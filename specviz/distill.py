@@ -1,0 +1,223 @@
+"""Distil a small draft model for the embedded target: `python -m specviz.distill`.
+
+Recipe (seeded, CPU-friendly; uses CUDA when present):
+  1. prompts: task templates x subjects -> several hundred chat prompts; held-out subjects never
+     enter training and are used only for evaluation;
+  2. data: the target answers each prompt (sampling at several temperatures), and one teacher-forced
+     target forward over each answer stores its top-k next-token log-probs — the soft labels;
+  3. train: a draft with the target's own config but `--layers` decoder layers (initialised from
+     target layers `--init`), sharing the target's frozen embedding, rotary table and tied head; the
+     loss is the cross-entropy of the draft's distribution against the target's top-k distribution;
+  4. export: only the draft's own weights (layers + final norm) as bf16 safetensors in models/draft.
+Evaluate with `python -m specviz.bench --draft-card`.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import pathlib
+import random
+import time
+
+import torch
+
+from .models import REPO_ROOT, load_target
+
+TASKS = [
+    "Explain {s} to a beginner.",
+    "What are three common misconceptions about {s}?",
+    "Write a short story that involves {s}.",
+    "Write a Python function related to {s}, with a docstring.",
+    "Give me a bulleted list of five facts about {s}.",
+    "Write a polite email asking a colleague for help with {s}.",
+    "Summarize the history of {s} in a paragraph.",
+    "What is the difference between {s} and something often confused with it?",
+    "Write a haiku about {s}.",
+    "How would you teach {s} to a ten-year-old?",
+    "List the pros and cons of {s}.",
+    "Write a math word problem about {s} and solve it step by step.",
+]
+SUBJECTS = [
+    "photosynthesis", "the French Revolution", "binary search", "climate change", "the water cycle",
+    "compound interest", "black holes", "the immune system", "machine learning", "volcanoes",
+    "the Roman Empire", "recursion", "healthy sleep", "electric cars", "the stock market",
+    "gardening tomatoes", "the Pythagorean theorem", "coffee brewing", "public speaking", "honeybees",
+    "the internet", "time management", "earthquakes", "sorting algorithms", "the human heart",
+    "renewable energy", "chess openings", "the moon landing", "bread baking", "hash tables",
+    "ocean tides", "vaccines", "the printing press", "budgeting", "rainbows", "linked lists",
+    "dinosaurs", "jazz music", "recycling", "the Olympic Games", "probability", "mountain hiking",
+    "SQL databases", "the solar system", "learning a language", "bicycles", "cloud computing",
+    "friendship", "the Great Wall of China", "prime numbers", "weather forecasting", "penguins",
+]
+HELD_OUT = ["octopuses", "regular expressions", "the Silk Road", "marathon training",
+            "matrix multiplication", "lighthouses", "fermentation", "the Renaissance"]
+
+
+def prompts(subjects) -> list[str]:
+    return [t.format(s=s) for s, t in itertools.product(subjects, TASKS)]
+
+
+def held_out_prompts() -> list[str]:
+    return prompts(HELD_OUT)
+
+
+def chat_ids(tok, prompt: str) -> list[int]:
+    return list(tok.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True)["input_ids"])
+
+
+@torch.inference_mode()
+def make_data(target, tok, prompt_list, max_new: int, temperatures, topk: int, batch: int, seed: int):
+    """Target answers (batched, left-padded) then one teacher-forced pass storing top-k log-probs."""
+    torch.manual_seed(seed)
+    tok.padding_side = "left"
+    records = []
+    jobs = [(p, temperatures[i % len(temperatures)]) for i, p in enumerate(prompt_list)]
+    jobs.sort(key=lambda j: j[1])
+    # one temperature per generate() batch
+    groups = [list(g) for _, g in itertools.groupby(jobs, key=lambda j: j[1])]
+    batches = [g[s:s + batch] for g in groups for s in range(0, len(g), batch)]
+    done = 0
+    for chunk in batches:
+        temp = chunk[0][1]
+        enc = [chat_ids(tok, p) for p, _ in chunk]
+        width = max(map(len, enc))
+        pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+        ids = torch.tensor([[pad] * (width - len(e)) + e for e in enc], device=target.device)
+        mask = torch.tensor([[0] * (width - len(e)) + [1] * len(e) for e in enc], device=target.device)
+        kw = dict(do_sample=True, temperature=temp, top_k=0, top_p=1.0) if temp > 0 else dict(do_sample=False)
+        out = target.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_new, pad_token_id=pad, **kw)
+        for row, e in zip(out, enc):
+            answer = row[width:].tolist()
+            if pad in answer:  # cut at EOS (inclusive)
+                answer = answer[:answer.index(pad) + 1]
+            seq = e + answer
+            logits = target(input_ids=torch.tensor([seq], device=target.device)).logits[0].float()
+            logp = torch.log_softmax(logits[len(e) - 1:-1], -1)  # positions that predict the answer
+            v, i = torch.topk(logp, topk, -1)
+            records.append({"ids": seq, "start": len(e), "top_logp": v.half().cpu(), "top_ids": i.int().cpu()})
+        done += len(chunk)
+        print(f"  data {done}/{len(jobs)} prompts", flush=True)
+    return records
+
+
+def build_draft(target, layers: int, init: list[int]):
+    """Draft = target config with `layers` layers copied from target layers `init`; shared modules
+    (embedding, rotary, head) are the target's own objects and stay frozen."""
+    import copy
+
+    from .drafters import _assemble
+
+    own = torch.nn.ModuleList(copy.deepcopy(target.model.layers[i]) for i in init[:layers])
+    for j, layer in enumerate(own):
+        layer.self_attn.layer_idx = j
+    return _assemble(target, layers, own, copy.deepcopy(target.model.norm))
+
+
+def train(draft, records, minutes: float, lr: float, batch: int, seed: int, log_every: int = 25):
+    params = list(draft.model.layers.parameters()) + list(draft.model.norm.parameters())
+    for p in draft.parameters():
+        p.requires_grad_(False)
+    for p in params:
+        p.requires_grad_(True)
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
+    rng = random.Random(seed)
+    deadline = time.time() + minutes * 60
+    step, order = 0, []
+    draft.train()
+    while time.time() < deadline:
+        if not order:
+            order = list(range(len(records)))
+            rng.shuffle(order)
+        chunk = [records[order.pop()] for _ in range(min(batch, len(order)))]
+        loss_sum, n_tok = 0.0, 0
+        opt.zero_grad()
+        for r in chunk:  # one sequence at a time: no padding, exact positions
+            ids = torch.tensor([r["ids"]], device=draft.device)
+            n = len(r["ids"]) - r["start"]
+            logits = draft(input_ids=ids, logits_to_keep=n + 1).logits[0, :-1].float()
+            logq = torch.log_softmax(logits, -1)
+            t_logp = r["top_logp"].float().to(logq.device)
+            t_p = torch.softmax(t_logp, -1)  # target's top-k, renormalised
+            loss = -(t_p * logq.gather(-1, r["top_ids"].long().to(logq.device))).sum()
+            loss.backward()
+            loss_sum += float(loss.detach())
+            n_tok += n
+        for p in params:
+            if p.grad is not None:
+                p.grad /= max(n_tok, 1)
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        step += 1
+        if step % log_every == 0:
+            print(f"  step {step} loss/token {loss_sum / max(n_tok, 1):.3f}", flush=True)
+    draft.eval()
+    return step
+
+
+def export(draft, out: pathlib.Path, meta: dict) -> None:
+    from safetensors.torch import save_file
+
+    out.mkdir(parents=True, exist_ok=True)
+    state = {f"layers.{k}": v for k, v in draft.model.layers.state_dict().items()}
+    state |= {f"norm.{k}": v for k, v in draft.model.norm.state_dict().items()}
+    save_file({k: v.detach().to(torch.bfloat16).contiguous().cpu() for k, v in state.items()}, str(out / "model.safetensors"))
+    (out / "config.json").write_text(json.dumps(meta, indent=2) + "\n")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m specviz.distill", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--layers", type=int, default=1)
+    ap.add_argument("--init", default="0", help="comma-separated target layers to start from")
+    ap.add_argument("--prompts", type=int, default=0, help="use only the first N training prompts (0: all)")
+    ap.add_argument("--max-new-tokens", type=int, default=128)
+    ap.add_argument("--temperatures", default="0,0.7,1.0")
+    ap.add_argument("--topk", type=int, default=32)
+    ap.add_argument("--gen-batch", type=int, default=16)
+    ap.add_argument("--minutes", type=float, default=20.0, help="training time budget")
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--data", default=str(REPO_ROOT / "models" / "work" / "data.pt"),
+                    help="cache of generated data (reused when present and --regenerate is off)")
+    ap.add_argument("--regenerate", action="store_true")
+    ap.add_argument("--out", default=str(REPO_ROOT / "models" / "draft"))
+    a = ap.parse_args(argv)
+    torch.manual_seed(a.seed)
+    t0 = time.time()
+    target, tok = load_target()
+    for p in target.parameters():
+        p.requires_grad_(False)
+    data_path = pathlib.Path(a.data)
+    plist = prompts(SUBJECTS)
+    random.Random(a.seed).shuffle(plist)
+    if a.prompts:
+        plist = plist[:a.prompts]
+    temps = [float(t) for t in a.temperatures.split(",")]
+    if data_path.is_file() and not a.regenerate:
+        records = torch.load(data_path, weights_only=False)
+        print(f"data: {len(records)} answers from {data_path}")
+    else:
+        print(f"data: {len(plist)} prompts, temperatures {temps}, {a.max_new_tokens} new tokens each")
+        records = make_data(target, tok, plist, a.max_new_tokens, temps, a.topk, a.gen_batch, a.seed)
+        data_path.parent.mkdir(parents=True, exist_ok=True)
+        torch.save(records, data_path)
+    n_tokens = sum(len(r["ids"]) - r["start"] for r in records)
+    t_data = time.time() - t0
+    print(f"data ready: {n_tokens} answer tokens in {t_data:.0f} s")
+    init = [int(x) for x in a.init.split(",")]
+    draft = build_draft(target, a.layers, init)
+    steps = train(draft, records, a.minutes, a.lr, a.batch, a.seed)
+    meta = {"num_hidden_layers": a.layers, "init_from_target_layers": init[:a.layers],
+            "shares_with_target": ["embed_tokens", "rotary_emb", "lm_head"], "dtype": "bfloat16",
+            "train": {"answers": len(records), "answer_tokens": n_tokens, "temperatures": temps, "topk": a.topk,
+                      "steps": steps, "batch": a.batch, "lr": a.lr, "minutes": a.minutes, "seed": a.seed,
+                      "device": str(target.device), "threads": torch.get_num_threads()}}
+    export(draft, pathlib.Path(a.out), meta)
+    print(f"exported to {a.out} after {time.time() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,27 @@
+"""Prompt text -> token ids, with the checks every entry point needs (CLI and pages alike)."""
+from __future__ import annotations
+
+from .errors import SpecVizError
+
+MAX_PROMPT_CHARS = 20_000  # a pasted novel is refused before tokenizing, so nothing hangs
+
+
+def encode_prompt(tokenizer, text: str, chat: bool, max_positions: int, max_new_tokens: int) -> list[int]:
+    if text is None or not text.strip():
+        raise SpecVizError("The prompt is empty: type something for the model to continue.")
+    if len(text) > MAX_PROMPT_CHARS:
+        raise SpecVizError(f"The prompt has {len(text):,} characters; the limit is {MAX_PROMPT_CHARS:,}. "
+                           "Shorten it.")
+    if chat:
+        ids = list(tokenizer.apply_chat_template([{"role": "user", "content": text}],
+                                                 add_generation_prompt=True)["input_ids"])
+    else:
+        ids = list(tokenizer(text)["input_ids"])
+    if len(ids) + max_new_tokens > max_positions:
+        raise SpecVizError(f"The prompt is {len(ids)} tokens; with {max_new_tokens} new tokens that exceeds the "
+                           f"model's context of {max_positions} tokens. Shorten it or ask for fewer tokens.")
+    return ids
+
+
+def context_size(model) -> int:
+    return int(getattr(model.config, "max_position_embeddings", 2048) or 2048)

@@ -1,0 +1,46 @@
+import os
+import pathlib
+import sys
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing may download at test time
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+
+
+@pytest.fixture(scope="session")
+def embedded():
+    """The embedded SmolLM2-135M-Instruct target and tokenizer, loaded once per test session."""
+    from specviz.models import load_target
+
+    return load_target()
+
+
+@pytest.fixture(scope="session")
+def pair():
+    from specviz.models import load_pair
+
+    return load_pair()
+
+
+def chat(tok, text):
+    from specviz.distill import chat_ids
+
+    return chat_ids(tok, text)
+
+
+@pytest.fixture(scope="session")
+def tiny_llama(embedded):
+    """A tiny randomly initialised Llama on the embedded tokenizer's vocabulary: fast cases."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=49152, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+                      tie_word_embeddings=True, bos_token_id=1, eos_token_id=2, pad_token_id=2)
+    return LlamaForCausalLM(cfg).eval(), embedded[1]
