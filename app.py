@@ -1,0 +1,36 @@
+"""SpecViz home: what greedy, beam search and speculative decoding are, and where to see each."""
+import streamlit as st
+
+from ui.common import sidebar
+
+st.set_page_config(page_title="SpecViz — see LLM decoding decide", page_icon="🔍", layout="wide")
+settings = sidebar()
+
+st.title("SpecViz — watch a real language model decode")
+st.markdown(
+    "Every page drives **SmolLM2-135M-Instruct** (embedded, offline) one step at a time and draws each "
+    "decision it makes. Pick a prompt in the sidebar, open a page, press **Step**.")
+
+st.subheader("The mental model: search vs accelerator")
+a, b, c = st.columns(3)
+with a:
+    st.markdown("#### Greedy")
+    st.markdown("Take the single most likely next token, every step. Fast and deterministic, but short-sighted: "
+                "a token that looks best now can lead into a less likely sentence overall.")
+with b:
+    st.markdown("#### Beam search — a *search*")
+    st.markdown("Keep the **B** best partial sequences by total log-probability, expand them all, prune back to B. "
+                "It finds likelier sequences than greedy, changing *what* is generated (often blander text in chat). "
+                "It costs B× the compute per token.")
+with c:
+    st.markdown("#### Speculative decoding — an *accelerator*")
+    st.markdown("A cheap draft guesses K tokens; the target verifies all of them in **one** forward pass and keeps "
+                "what it agrees with. It changes only *how fast* the target's own output appears: with the right "
+                "accept rule the output is exactly the target's — greedy or sampled.")
+
+st.subheader("Pages")
+st.page_link("pages/1_Beam_search.py", label="Beam search — the tree of candidates, prune to B, finished hypotheses, "
+             "length penalty, and greedy side by side", icon="🌳")
+st.page_link("pages/2_Speculative_decoding.py", label="Speculative decoding — draft, one verify pass, u vs min(1, p/q), "
+             "residual or bonus, KV cache rollback", icon="⚡")
+st.caption("Each page keeps its own run per browser tab: two tabs never share a cursor.")

@@ -1,0 +1,76 @@
+"""Beam search step by step, beside greedy on the same prompt."""
+import streamlit as st
+
+from ui.common import controls, encode, get_pair, get_replay, play_interval, play_tick, sidebar
+
+from specviz.beam import beam_steps
+from specviz.compare import beam_vs_greedy
+from specviz.figures.beam_tree import beam_tree, final_ranking
+from specviz.greedy import greedy_steps
+from specviz.step import run_steps
+
+st.set_page_config(page_title="Beam search · SpecViz", layout="wide")
+settings = sidebar()
+st.title("Beam search")
+st.caption("Keep the B best partial sequences by total log-probability; expand each over the vocabulary, "
+           "prune back to B, set aside those that end. A search for a likelier sequence — not a speedup.")
+pair = get_pair(settings)
+
+c1, c2, c3, c4 = st.columns(4)
+B = c1.slider("Beam width B", 1, 8, 3, key="bm_b")
+penalty = c2.slider("Length penalty", -1.0, 3.0, 1.0, 0.1, key="bm_lp",
+                    help="score = sum log p / length^penalty: above 0 favours longer hypotheses.")
+max_new = c3.slider("Max new tokens", 2, 40, 12, key="bm_max")
+top_n = c4.slider("Top candidates shown per beam", 1, 6, 3, key="bm_top")
+ids = encode(pair, settings, max_new)
+params = (tuple(ids), B, penalty, max_new, top_n, settings.target)
+replay = get_replay("beam", params, lambda: beam_steps(pair.target, pair.tokenizer, ids, B, max_new, penalty, top_n))
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def greedy_reference(ids: tuple, max_new: int, model_key):
+    _, r = run_steps(greedy_steps(pair.target, pair.tokenizer, list(ids), max_new))
+    return r.token_ids, r.logprob
+
+
+@st.fragment(run_every=play_interval("beam"))
+def view():
+    play_tick("beam", replay)
+    controls("beam", replay)
+    step = replay.current()
+    if step is None:
+        st.info("Press **Step** to expand the beams one token at a time.")
+        return
+    st.markdown(f"**Step {step.step + 1}**" + (f" · stopped: {step.stopped}" if step.stopped else ""))
+    st.plotly_chart(beam_tree(replay.events, replay.event), key="beam_tree")
+    left, right = st.columns(2)
+    with left:
+        st.markdown("**Running beams** (cumulative log-prob)")
+        for h in step.beams_after:
+            st.text(f"{h.logprob:8.3f}  {h.text}")
+    with right:
+        if step.finished:
+            st.plotly_chart(final_ranking(step.finished), key="beam_rank")
+        else:
+            st.caption("No finished hypothesis yet.")
+
+    g_ids, g_lp = greedy_reference(tuple(ids), max_new, settings.target)
+    st.subheader("Beam vs greedy on the same prompt")
+    g1, g2 = st.columns(2)
+    g1.markdown("**Greedy**")
+    g1.text(pair.tokenizer.decode(g_ids))
+    g1.metric("Total log-prob", f"{g_lp:.3f}")
+    g2.markdown("**Beam (best finished so far)**")
+    if step.finished:
+        best = step.finished[0]
+        g2.text(best.text)
+        g2.metric("Total log-prob", f"{best.logprob:.3f}", delta=f"{best.logprob - g_lp:+.3f} vs greedy")
+        if replay.at_end:
+            st.info(beam_vs_greedy(pair.tokenizer, g_ids, g_lp, list(best.tokens), best.logprob))
+    else:
+        g2.caption("Step until a hypothesis finishes (EOS or max new tokens).")
+
+
+view()
+st.session_state["beam_speed"] = st.select_slider("Play speed (seconds per step)", [0.3, 0.5, 0.8, 1.2, 2.0],
+                                                 value=st.session_state.get("beam_speed", 0.8), key="beam_speed_w")

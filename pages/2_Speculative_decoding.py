@@ -1,0 +1,100 @@
+"""Speculative decoding, one cycle at a time: draft, one verify pass, accept/reject, residual or
+bonus, cache rollback."""
+import streamlit as st
+
+from ui.common import controls, encode, get_pair, get_replay, play_interval, play_tick, sidebar
+
+from specviz.drafters import make_drafter
+from specviz.figures import spec_cycle as F
+from specviz.metrics import spec_phases, spec_summary
+from specviz.sampling import SamplingConfig
+from specviz.speculative import speculative_steps
+
+st.set_page_config(page_title="Speculative decoding · SpecViz", layout="wide")
+settings = sidebar()
+st.title("Speculative decoding")
+st.caption("A small draft guesses K tokens; the big target checks all of them in one forward pass and keeps "
+           "the longest prefix it agrees with — plus one token of its own. The output is exactly the target's.")
+pair = get_pair(settings)
+
+c1, c2, c3, c4 = st.columns(4)
+k = c1.slider("K (draft tokens per cycle)", 1, 16, 4, key="sp_k")
+drafters = (["draft model"] if pair.draft is not None else []) + ["n-gram lookup", "early exit (untrained)"]
+drafter_name = c2.selectbox("Drafter", drafters, key="sp_drafter")
+mode = c3.radio("Verification", ["greedy match", "rejection sampling"], key="sp_mode", horizontal=True)
+max_new = c4.slider("Max new tokens", 8, 128, 48, key="sp_max")
+c5, c6, c7, c8 = st.columns(4)
+sampling = mode == "rejection sampling"
+temperature = c5.slider("Temperature", 0.05, 2.0, 1.0, 0.05, key="sp_temp", disabled=not sampling,
+                        help="Greedy match uses temperature 0; rejection sampling needs a temperature above 0.")
+top_p = c6.slider("Top-p", 0.05, 1.0, 1.0, 0.05, key="sp_top_p", disabled=not sampling)
+seed = c7.number_input("Seed", 0, 2**31 - 1, 0, key="sp_seed", disabled=not sampling)
+dynamic = c8.toggle("Dynamic K (+2 after all accepted, −1 after a rejection)", key="sp_dynamic")
+ee_layers = 4
+if drafter_name.startswith("early exit"):
+    ee_layers = st.slider("Early-exit layers L", 1, pair.target.config.num_hidden_layers - 1, 4, key="sp_ee")
+
+ids = encode(pair, settings, max_new)
+cfg = SamplingConfig(temperature if sampling else 0.0, 0, top_p if sampling else 1.0, int(seed) if sampling else 0)
+kind = {"draft model": "model", "n-gram lookup": "ngram"}.get(drafter_name, "early-exit")
+params = (tuple(ids), k, kind, ee_layers, cfg, dynamic, max_new, settings.target, settings.draft)
+
+
+def factory():
+    drafter = make_drafter(kind, pair, early_exit_layers=ee_layers)
+    return speculative_steps(pair.target, drafter, pair.tokenizer, ids, max_new, k, cfg, dynamic, k_max=16)
+
+
+replay = get_replay("spec", params, factory, phases=spec_phases)
+PHASES = ["verify", "decide", "resolve", "cache"]
+
+
+@st.fragment(run_every=play_interval("spec"))
+def view():
+    play_tick("spec", replay)
+    controls("spec", replay, whole_label="Next cycle ⏩")
+    cycle = replay.current()
+    if cycle is None:
+        st.info("Press **Step** to watch the draft propose its first token, or **Next cycle** for a whole cycle.")
+        return
+    n_draft = max(cycle.k, 1)
+    phase = replay.phase
+    stage = "draft" if phase < n_draft else PHASES[phase - n_draft]
+    st.markdown(f"**Cycle {cycle.cycle + 1}** · K = {cycle.k} · stage: *{stage}*"
+                + (" · done" if replay.at_end else ""))
+    if cycle.k:
+        st.plotly_chart(F.draft_proposals(cycle, shown=min(phase + 1, cycle.k)), key="draft_fig")
+    else:
+        st.caption("The drafter proposed nothing this cycle (n-gram found no match, or max tokens is near): "
+                   "the target decodes one token alone.")
+    if phase >= n_draft:
+        st.plotly_chart(F.verify_pass(cycle), key="verify_fig")
+    if phase >= n_draft + 1 and cycle.k:
+        st.plotly_chart(F.verdicts(cycle), key="verdict_fig")
+    if phase >= n_draft + 2:
+        st.plotly_chart(F.resolution(cycle), key="resolve_fig")
+    if phase >= n_draft + 3:
+        st.plotly_chart(F.cache_strip(cycle), key="cache_fig")
+
+    done = replay.shown() if phase >= n_draft + 2 else replay.shown()[:-1]
+    tok = pair.tokenizer
+    chips = [(tok.decode([t]), o) for c in done for t, o in zip(c.emitted, c.origins)]
+    st.markdown("**Output so far** " + F.chip_legend(), unsafe_allow_html=True)
+    st.markdown(F.token_chips(chips) if chips else "<i>nothing yet</i>", unsafe_allow_html=True)
+    s = spec_summary(done)
+    m = st.columns(5)
+    m[0].metric("Target passes", s["target_passes"])
+    m[1].metric("Draft passes", sum(c.k for c in done) if kind != "ngram" else 0)
+    m[2].metric("Tokens per target pass", f"{s['mean_acceptance_length']:.2f}",
+                help="Mean acceptance length: output tokens / target passes, including each pass's bonus or "
+                     "correction token.")
+    m[3].metric("Acceptance rate", f"{s['acceptance_rate']:.0%}", help="Accepted / drafted tokens the verifier ruled on.")
+    m[4].metric("Target alone would need", f"{s['plain_target_passes']} passes")
+    if s["per_position"]:
+        st.caption("Acceptance by draft position: " + " · ".join(
+            f"{i + 1}: {a:.0%} ({r})" for i, (a, r) in enumerate(zip(s["per_position"], s["reached"]))))
+
+
+view()
+st.session_state["spec_speed"] = st.select_slider("Play speed (seconds per step)", [0.3, 0.5, 0.8, 1.2, 2.0],
+                                                 value=st.session_state.get("spec_speed", 0.8), key="spec_speed_w")

@@ -1,0 +1,15 @@
+"""Figure builders: pure functions, trace events in, Plotly figures out. No model calls, no Streamlit."""
+import html
+
+KEPT, FINISHED, PRUNED = "#2e7d32", "#f9a825", "#b0b0b0"
+ACCEPTED, REJECTED, RESAMPLED, BONUS, CORRECTION = "#2e7d32", "#c62828", "#6a1b9a", "#1565c0", "#ef6c00"
+P_COLOR, Q_COLOR = "#1565c0", "#ef6c00"
+
+
+def label(text: str) -> str:
+    """Token text made safe and visible in a chart: Plotly renders a subset of HTML in text, so
+    escape it, and show whitespace that would otherwise be invisible."""
+    shown = text.replace("\n", "↵").replace("\t", "⇥")
+    if shown.strip() == "":
+        shown = shown.replace(" ", "␣") or "∅"
+    return html.escape(shown, quote=False)
