@@ -6,7 +6,7 @@ from ui.common import controls, encode, get_pair, get_replay, play_interval, pla
 
 from specviz.drafters import make_drafter
 from specviz.figures import spec_cycle as F
-from specviz.metrics import spec_phases, spec_summary
+from specviz.metrics import spec_phases, spec_stages, spec_summary
 from specviz.sampling import SamplingConfig
 from specviz.speculative import speculative_steps
 
@@ -46,7 +46,6 @@ def factory():
 
 
 replay = get_replay("spec", params, factory, phases=spec_phases)
-PHASES = ["verify", "decide", "resolve", "cache"]
 
 
 @st.fragment(run_every=play_interval("spec"))
@@ -57,26 +56,26 @@ def view():
     if cycle is None:
         st.info("Press **Step** to watch the draft propose its first token, or **Next cycle** for a whole cycle.")
         return
-    n_draft = max(cycle.k, 1)
-    phase = replay.phase
-    stage = "draft" if phase < n_draft else PHASES[phase - n_draft]
+    stages = spec_stages(cycle)
+    upto = stages[: replay.phase + 1]
+    stage = upto[-1]
     st.markdown(f"**Cycle {cycle.cycle + 1}** · K = {cycle.k} · stage: *{stage}*"
                 + (" · done" if replay.at_end else ""))
     if cycle.k:
-        st.plotly_chart(F.draft_proposals(cycle, shown=min(phase + 1, cycle.k)), key="draft_fig")
+        st.plotly_chart(F.draft_proposals(cycle, shown=upto.count("draft")), key="draft_fig")
     else:
         st.caption("The drafter proposed nothing this cycle (n-gram found no match, or max tokens is near): "
                    "the target decodes one token alone.")
-    if phase >= n_draft:
+    if "verify" in upto:
         st.plotly_chart(F.verify_pass(cycle), key="verify_fig")
-    if phase >= n_draft + 1 and cycle.k:
+    if "decide" in upto:
         st.plotly_chart(F.verdicts(cycle), key="verdict_fig")
-    if phase >= n_draft + 2:
+    if "resolve" in upto:
         st.plotly_chart(F.resolution(cycle), key="resolve_fig")
-    if phase >= n_draft + 3:
+    if "cache" in upto:
         st.plotly_chart(F.cache_strip(cycle), key="cache_fig")
 
-    done = replay.shown() if phase >= n_draft + 2 else replay.shown()[:-1]
+    done = replay.shown() if "resolve" in upto else replay.shown()[:-1]
     tok = pair.tokenizer
     chips = [(tok.decode([t]), o) for c in done for t, o in zip(c.emitted, c.origins)]
     st.markdown("**Output so far** " + F.chip_legend(), unsafe_allow_html=True)

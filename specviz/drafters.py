@@ -103,7 +103,7 @@ def _assemble(target, num_layers: int, layers, norm):
     draft.model.layers = layers
     draft.model.norm = norm
     draft.lm_head = target.lm_head
-    draft.generation_config = target.generation_config
+    draft.generation_config = copy.deepcopy(target.generation_config)  # generate() may edit it
     return draft.eval()
 
 

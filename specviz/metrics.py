@@ -19,12 +19,17 @@ def spec_summary(cycles) -> dict:
         "acceptance_rate": accepted / decided if decided else 0.0,
         "mean_acceptance_length": tokens / passes if passes else 0.0,
         "plain_target_passes": tokens,  # plain decoding needs one target pass per token
-        "per_position": [a / r if r else 0.0 for a, r in zip(acc_at, reached)],
-        "reached": reached,
+        # only positions the verifier actually reached
+        "per_position": [a / r for a, r in zip(acc_at, reached) if r],
+        "reached": [r for r in reached if r],
     }
 
 
+def spec_stages(cycle) -> list[str]:
+    """The speculative page shows a cycle in stages: one per draft token, then verify, decide,
+    resolve (residual / bonus / correction), cache rollback. Nothing drafted: nothing to decide."""
+    return ["draft"] * cycle.k + ["verify"] + (["decide"] if cycle.k else []) + ["resolve", "cache"]
+
+
 def spec_phases(cycle) -> int:
-    """The speculative page shows a cycle in phases: one per draft token, then verify, decide,
-    resolve (residual / bonus / correction), cache rollback."""
-    return max(cycle.k, 1) + 4
+    return len(spec_stages(cycle))

@@ -94,12 +94,12 @@ def test_beam_page_tree_and_comparison(app):
     no_errors(at)
     tree = figures(at)[0]
     kept = next(d for d in tree["data"] if d.get("name") == "kept")
-    assert max(kept["x"]) == 2 and kept["x"].count(2) == 3  # 3 beams survive step 3
+    assert max(kept["x"]) == 3 and kept["x"].count(3) == 3  # 3 beams survive step 3
     pruned = next(d for d in tree["data"] if d.get("name") == "pruned")
     assert len(pruned["x"]) > 0
     at.button(key="beam_back").click().run()
     kept = next(d for d in figures(at)[0]["data"] if d.get("name") == "kept")
-    assert max(kept["x"]) == 1
+    assert max(kept["x"]) == 2
     at.button(key="beam_end").click().run()
     no_errors(at)
     assert any("log-prob" in i.value or "same sequence" in i.value for i in at.info)

@@ -149,7 +149,7 @@ def controls(name: str, replay, whole_label: str | None = None) -> None:
             replay.forward()
         if cols[1].button("◀ Back", key=f"{name}_back", disabled=replay.event < 0, help="Replays the recorded trace"):
             replay.back()
-        if cols[2].button("⏸ Pause" if playing else "⏵ Play", key=f"{name}_play", disabled=replay.at_end and not playing):
+        if cols[2].button("Pause ❚❚" if playing else "Play ▶▶", key=f"{name}_play", disabled=replay.at_end and not playing):
             st.session_state[name + "_playing"] = not playing
             st.rerun()
         if cols[3].button("Run to end ⏭", key=f"{name}_end", disabled=replay.at_end):

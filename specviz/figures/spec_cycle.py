@@ -38,7 +38,8 @@ def verify_pass(cycle) -> go.Figure:
                            hovertemplate="scored in the same forward pass<extra></extra>", name="target pass"))
     fig.update_layout(height=140, margin=dict(l=10, r=10, t=40, b=10), yaxis=dict(visible=False),
                       xaxis=dict(visible=False), bargap=0.05, showlegend=False,
-                      title=dict(text=f"2 · The target scores all {k} drafts + 1 in ONE forward pass", x=0, font=dict(size=14)))
+                      title=dict(text=f"2 · The target scores all {k} drafts + 1 in ONE forward pass" if k else
+                                 "2 · Nothing drafted: the target decodes one token, as plain decoding would", x=0, font=dict(size=14)))
     return fig
 
 

@@ -1,0 +1,130 @@
+"""End to end in a real headless Chromium (Debian's, driven by Playwright): start the server, open
+every page by direct URL, step the pages, assert what is shown, save screenshots, time a Step."""
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHOTS = ROOT / "test-artifacts" / "screenshots"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+pytestmark = pytest.mark.skipif(os.environ.get("SPECVIZ_SKIP_BROWSER") == "1", reason="SPECVIZ_SKIP_BROWSER=1")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+PAGES = ["", "Beam_search", "Speculative_decoding"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    port = free_port()
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+         "--server.fileWatcherType", "none"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(120):
+        try:
+            if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read() == b"ok":
+                break
+        except OSError:
+            time.sleep(0.5)
+    else:
+        proc.kill()
+        pytest.fail("streamlit did not start: " + proc.stdout.read().decode()[-2000:])
+    yield url
+    proc.terminate()
+    proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    assert Path(CHROMIUM).exists(), "Debian's chromium is needed: apt-get install chromium (make browser)"
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        yield b
+        b.close()
+
+
+def settle(page, timeout=180_000):
+    """Wait until Streamlit has finished the rerun the last action started."""
+    page.wait_for_timeout(150)
+    page.wait_for_selector("[data-testid=stApp][data-test-script-state=notRunning]", timeout=timeout)
+
+
+def open_page(browser, url):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(url, timeout=180_000)
+    page.wait_for_selector("[data-testid=stSidebar]", timeout=180_000)
+    settle(page)
+    return page
+
+
+def click(page, label):
+    page.get_by_role("button", name=label).first.click()
+    settle(page)
+
+
+def test_every_page_opens_by_direct_url(server, browser):
+    from playwright.sync_api import expect
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    for name in PAGES:
+        page = open_page(browser, f"{server}/{name}")
+        expect(page.locator("[data-testid=stException]")).to_have_count(0)
+        expect(page.locator("h1").first).to_be_visible()
+        page.screenshot(path=str(SHOTS / f"{name or 'home'}.png"), full_page=True)
+        page.close()
+
+
+def test_speculative_full_cycle_in_browser(server, browser):
+    from playwright.sync_api import expect
+
+    page = open_page(browser, f"{server}/Speculative_decoding")
+    click(page, "Next cycle ⏩")
+    expect(page.locator("[data-testid=stPlotlyChart]")).to_have_count(5, timeout=60_000)
+    expect(page.get_by_text("KV caches").first).to_be_visible()
+    expect(page.locator("span.chip").first).to_be_visible()
+    # time Step: click to redraw, in the browser
+    times = []
+    for _ in range(8):
+        before = page.locator("[data-testid=stMarkdownContainer]").filter(has_text="stage:").inner_text()
+        t0 = time.perf_counter()
+        page.get_by_role("button", name="Step ▶").click()
+        page.wait_for_function(
+            "b => ![...document.querySelectorAll('[data-testid=stMarkdownContainer]')]"
+            ".some(e => e.innerText === b)", arg=before, timeout=60_000)
+        settle(page)
+        times.append((time.perf_counter() - t0) * 1000)
+    (SHOTS.parent / "step_ms.txt").write_text(f"median {statistics.median(times):.0f} ms; all {times}\n")
+    expect(page.locator("[data-testid=stException]")).to_have_count(0)
+    page.screenshot(path=str(SHOTS / "speculative_cycle.png"), full_page=True)
+    page.close()
+
+
+def test_beam_three_steps_in_browser(server, browser):
+    from playwright.sync_api import expect
+
+    page = open_page(browser, f"{server}/Beam_search")
+    for _ in range(3):
+        click(page, "Step ▶")
+    expect(page.get_by_text("Step 3").first).to_be_visible()
+    expect(page.locator("[data-testid=stPlotlyChart]").first.locator(".point").first).to_be_visible()
+    expect(page.locator("[data-testid=stException]")).to_have_count(0)
+    page.screenshot(path=str(SHOTS / "beam_3_steps.png"), full_page=True)
+    page.close()
