@@ -23,7 +23,8 @@ from .greedy import greedy_steps
 from .models import load_pair
 from .sampling import SamplingConfig
 from .speculative import speculative_steps
-from .step import Stepper, run_steps
+from .step import run_steps
+from .measure import forward_ms
 from .theory import expected_tokens, walltime_improvement
 
 PROMPTS = pathlib.Path(__file__).with_name("bench_prompts.json")
@@ -31,20 +32,6 @@ PROMPTS = pathlib.Path(__file__).with_name("bench_prompts.json")
 
 def load_prompts():
     return json.loads(PROMPTS.read_text())["prompts"]
-
-
-@torch.inference_mode()
-def forward_ms(model, ctx: list[int], n: int, repeats: int = 15) -> float:
-    """Median ms of one forward over n new tokens on top of a cached context (what a decode step or a
-    verify pass costs)."""
-    times = []
-    for _ in range(repeats + 2):
-        s = Stepper(model)
-        s.logits(ctx, 1)
-        t0 = time.perf_counter()
-        s.logits(ctx + [ctx[-1]] * n, n)
-        times.append(time.perf_counter() - t0)
-    return 1000 * statistics.median(times[2:])
 
 
 def configs(pair, ks, dynamic_k: bool, hf_peers: bool, sampling: bool):

@@ -104,3 +104,69 @@ def test_beam_page_tree_and_comparison(app):
     no_errors(at)
     assert any("log-prob" in i.value or "same sequence" in i.value for i in at.info)
     assert any(m.label == "Total log-prob" for m in at.metric)
+
+
+def test_speedup_lab_theory_numbers(app):
+    at = app
+    at.switch_page("pages/3_Speedup_lab.py").run()
+    no_errors(at)
+    at.slider(key="sl_a").set_value(0.7).run()
+    at.slider(key="sl_k").set_value(4).run()
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Expected tokens per target pass"] == "2.7731"
+    tau = figures(at)[0]
+    chosen = next(d for d in tau["data"] if d["name"] == "a = 0.7")
+    assert abs(chosen["y"][3] - 2.7731) < 1e-4  # K = 4
+    improve = figures(at)[1]
+    assert any(d.get("name") == "best K (paper)" for d in improve["data"])
+    assert any(s.get("type") == "rect" for s in improve["layout"]["shapes"])  # the slower-than-plain region
+
+
+def test_speedup_lab_measures_a_real_run(app):
+    at = app
+    at.switch_page("pages/3_Speedup_lab.py").run()
+    at.selectbox(key="sl_drafter").set_value("n-gram lookup").run()
+    at.slider(key="sl_max").set_value(16).run()
+    at.button(key="sl_run").click().run()
+    no_errors(at)
+    metrics = {m.label: m.value for m in at.metric}
+    assert 0 <= float(metrics["measured a"]) <= 1 and float(metrics["measured v"]) > 0.5
+    improve = figures(at)[1]
+    assert any(d.get("name") == "measured" for d in improve["data"])
+
+
+def test_lossless_lab_exact_equals_p(app):
+    at = app
+    at.switch_page("pages/4_Lossless_lab.py").run()
+    no_errors(at)
+    pieces = figures(at)[0]
+    p = next(d for d in pieces["data"] if d["name"] == "p (target)")["y"]
+    exact = next(d for d in pieces["data"] if d["name"] == "exact output distribution")["y"]
+    assert max(abs(a - b) for a, b in zip(p, exact)) < 1e-9
+    wrong = figures(at)[1]
+    bad = next(d for d in wrong["data"] if d["name"].startswith("what the mistaken"))["y"]
+    assert max(abs(a - b) for a, b in zip(p, bad)) > 0.01
+
+
+def test_drafter_comparison_runs(app):
+    at = app
+    at.switch_page("pages/5_Drafter_comparison.py").run()
+    at.slider(key="dc_max").set_value(16).run()
+    at.button(key="dc_run").click().run()
+    no_errors(at)
+    bars = figures(at)[0]["data"][0]
+    assert len(bars["x"]) >= 2 and all(v > 0 for v in bars["y"])
+    assert any("early exit" in x for x in bars["x"])
+
+
+def test_interview_page_quiz_scores(app):
+    at = app
+    at.switch_page("pages/6_Interview_QA.py").run()
+    no_errors(at)
+    assert len(at.expander) >= 30
+    at.radio(key="qa_mode").set_value("Quiz").run()
+    at.button(key="qa_reveal").click().run()
+    at.button(key="qa_right").click().run()
+    assert any(m.label == "Score" and m.value == "1 / 1" for m in at.metric)
+    at.multiselect(key="qa_topics").set_value(["drafters"]).run()
+    no_errors(at)

@@ -1,0 +1,87 @@
+"""The speedup lab's charts: expected tokens per target pass and walltime improvement against K."""
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from ..theory import best_k, expected_tokens, walltime_improvement
+
+A_FAMILY = (0.5, 0.6, 0.7, 0.8, 0.9)
+
+
+def _a_values(a):
+    return sorted(set(A_FAMILY) | {round(a, 3)})
+
+
+def tokens_per_pass(a: float, k_max: int = 16) -> go.Figure:
+    ks = list(range(1, k_max + 1))
+    fig = go.Figure()
+    for av in _a_values(a):
+        chosen = abs(av - a) < 1e-9
+        fig.add_trace(go.Scatter(x=ks, y=[expected_tokens(av, k) for k in ks], mode="lines+markers" if chosen else "lines",
+                                 name=f"a = {av:g}", line=dict(width=4 if chosen else 1.5)))
+    fig.update_layout(height=340, margin=dict(l=10, r=10, t=40, b=10), xaxis_title="K (drafts per cycle)",
+                      yaxis_title="expected tokens per target pass",
+                      title=dict(text="(1 − a^(K+1)) / (1 − a): diminishing returns in K", x=0, font=dict(size=14)))
+    return fig
+
+
+def improvement(a: float, c: float, v_of_k=None, k_max: int = 16, measured=None) -> go.Figure:
+    """Walltime improvement vs K for several a at cost ratio c; with v_of_k (K -> verify cost), the
+    machine-aware curve tau / (K c + v). measured: (K, speedup, label) points to overlay."""
+    ks = list(range(1, k_max + 1))
+    fig = go.Figure()
+    top = 1.0
+    for av in _a_values(a):
+        chosen = abs(av - a) < 1e-9
+        ys = [walltime_improvement(av, k, c) for k in ks]
+        top = max(top, *ys)
+        fig.add_trace(go.Scatter(x=ks, y=ys, mode="lines", name=f"a = {av:g}", line=dict(width=4 if chosen else 1.5),
+                                 opacity=1 if chosen else 0.6))
+        if chosen:
+            kb = best_k(av, c, 1.0, k_max)
+            fig.add_trace(go.Scatter(x=[kb], y=[walltime_improvement(av, kb, c)], mode="markers+text",
+                                     marker=dict(size=14, symbol="star", color="black"), text=[f"best K = {kb}"],
+                                     textposition="top center", name="best K (paper)"))
+            if v_of_k:
+                ym = [walltime_improvement(av, k, c, v_of_k(k)) for k in ks]
+                fig.add_trace(go.Scatter(x=ks, y=ym, mode="lines", name=f"a = {av:g}, with measured verify cost v",
+                                         line=dict(width=3, dash="dash", color="black")))
+                km = best_k(av, c, 1.0, k_max) if not v_of_k else max(ks, key=lambda k: walltime_improvement(av, k, c, v_of_k(k)))
+                fig.add_trace(go.Scatter(x=[km], y=[walltime_improvement(av, km, c, v_of_k(km))], mode="markers+text",
+                                         marker=dict(size=12, symbol="diamond", color="black"),
+                                         text=[f"best K = {km} (this machine)"], textposition="bottom center",
+                                         name="best K (machine-aware)"))
+    for k, s, lab in measured or []:
+        top = max(top, s)
+        fig.add_trace(go.Scatter(x=[k], y=[s], mode="markers+text", marker=dict(size=16, color="#c62828", symbol="circle"),
+                                 text=[lab], textposition="middle right", name="measured"))
+    fig.add_hrect(y0=0, y1=1, fillcolor="#c62828", opacity=0.08, line_width=0,
+                  annotation_text="slower than plain decoding", annotation_position="bottom right")
+    fig.add_hline(y=1, line_dash="dot", line_color="#c62828")
+    fig.update_layout(height=420, margin=dict(l=10, r=10, t=40, b=10), xaxis_title="K (drafts per cycle)",
+                      yaxis_title="speedup over plain decoding", yaxis_range=[0, top * 1.1],
+                      title=dict(text=f"Walltime improvement (1 − a^(K+1)) / ((1 − a)(Kc + 1)), c = {c:g}", x=0,
+                                 font=dict(size=14)))
+    return fig
+
+
+def position_histogram(per_position, reached) -> go.Figure:
+    xs = [f"{i + 1}" for i in range(len(per_position))]
+    fig = go.Figure(go.Bar(x=xs, y=per_position, text=[f"{p:.0%} of {r}" for p, r in zip(per_position, reached)],
+                           marker_color="#2e7d32", name="acceptance"))
+    fig.update_layout(height=280, margin=dict(l=10, r=10, t=40, b=10), yaxis_range=[0, 1],
+                      xaxis_title="draft position in the cycle", yaxis_title="accepted when reached",
+                      title=dict(text="Acceptance by draft position", x=0, font=dict(size=14)))
+    return fig
+
+
+def tokens_per_pass_histogram(accepted_per_pass) -> go.Figure:
+    counts = {}
+    for a in accepted_per_pass:
+        counts[a + 1] = counts.get(a + 1, 0) + 1
+    xs = sorted(counts)
+    fig = go.Figure(go.Bar(x=xs, y=[counts[x] for x in xs], marker_color="#1565c0", name="passes"))
+    fig.update_layout(height=280, margin=dict(l=10, r=10, t=40, b=10), xaxis_title="tokens produced by a target pass",
+                      yaxis_title="target passes", xaxis_dtick=1,
+                      title=dict(text="Tokens per target pass (accepted drafts + 1)", x=0, font=dict(size=14)))
+    return fig

@@ -1,0 +1,106 @@
+"""Live measurements for the labs: real runs timed side by side, and the forward costs behind c and v."""
+from __future__ import annotations
+
+import statistics
+import time
+
+import torch
+
+from .greedy import greedy_steps
+from .sampling import SamplingConfig
+from .speculative import speculative_steps
+from .step import Stepper, run_steps
+
+
+@torch.inference_mode()
+def forward_ms(model, ctx: list[int], n: int, repeats: int = 15) -> float:
+    """Median ms of one forward over n new tokens on top of a cached context: n = 1 is a decode step,
+    n = K + 1 a verify pass."""
+    times = []
+    for _ in range(repeats + 2):
+        s = Stepper(model)
+        s.logits(ctx, 1)
+        t0 = time.perf_counter()
+        s.logits(ctx + [ctx[-1]] * n, n)
+        times.append(time.perf_counter() - t0)
+    return 1000 * statistics.median(times[2:])
+
+
+def speculative_vs_plain(target, drafter, tokenizer, ids, max_new: int, k: int, progress=lambda f, m: None,
+                         draft_model=None) -> dict:
+    """Plain greedy then speculative greedy on the same prompt; measured a, c, v and the real speedup."""
+    progress(0.05, "plain greedy decoding…")
+    t0 = time.perf_counter()
+    _, plain = run_steps(greedy_steps(target, tokenizer, ids, max_new))
+    plain_s = time.perf_counter() - t0
+    progress(0.45, f"speculative decoding, K = {k}…")
+    t0 = time.perf_counter()
+    events, spec = run_steps(speculative_steps(target, drafter, tokenizer, ids, max_new, k))
+    spec_s = time.perf_counter() - t0
+    progress(0.8, "measuring forward costs…")
+    ctx = list(ids) + plain.token_ids[:16]
+    t1 = forward_ms(target, ctx, 1, repeats=7)
+    tv = forward_ms(target, ctx, k + 1, repeats=7)
+    d1 = forward_ms(draft_model, ctx, 1, repeats=7) if draft_model is not None else 0.0
+    progress(1.0, "done")
+    c = spec.counters
+    return {
+        "identical": spec.token_ids == plain.token_ids, "tokens": len(spec.token_ids),
+        "plain_s": plain_s, "spec_s": spec_s, "speedup": plain_s / spec_s if spec_s else 0.0,
+        "a": c.acceptance_rate, "mean_acceptance_length": c.mean_acceptance_length(len(spec.token_ids)),
+        "accepted_per_pass": list(c.accepted_per_pass), "per_position": c.per_position(),
+        "reached": list(c.reached_at), "target_ms": t1, "verify_ms": tv, "draft_ms": d1,
+        "c": d1 / t1 if t1 else 0.0, "v": tv / t1 if t1 else 1.0, "k": k, "target_passes": c.target_passes,
+    }
+
+
+def compare_drafters(target, tokenizer, ids, drafters: dict, k: int, max_new: int, progress=lambda f, m: None) -> list[dict]:
+    """drafters: name -> zero-argument factory. One plain greedy run as the baseline, then each drafter."""
+    progress(0.0, "plain greedy (the baseline)…")
+    t0 = time.perf_counter()
+    _, plain = run_steps(greedy_steps(target, tokenizer, ids, max_new))
+    plain_s = time.perf_counter() - t0
+    rows = []
+    for i, (name, make) in enumerate(drafters.items()):
+        progress((i + 1) / (len(drafters) + 1), f"{name}…")
+        t0 = time.perf_counter()
+        _, r = run_steps(speculative_steps(target, make(), tokenizer, ids, max_new, k))
+        s = time.perf_counter() - t0
+        c = r.counters
+        rows.append({"drafter": name, "acceptance rate": c.acceptance_rate,
+                     "tokens per target pass": c.mean_acceptance_length(len(r.token_ids)),
+                     "speedup vs plain greedy": plain_s / s, "seconds": s, "target passes": c.target_passes,
+                     "identical to greedy": r.token_ids == plain.token_ids})
+    progress(1.0, "done")
+    return rows
+
+
+def first_tokens(target, drafter_factory, tokenizer, ids, n: int, cfg: SamplingConfig, k: int = 2,
+                 progress=lambda f, m: None) -> tuple[list[int], list[int]]:
+    """n first tokens from speculative sampling and n from plain sampling (independent seeds)."""
+    spec, plain = [], []
+    for i in range(n):
+        c = SamplingConfig(cfg.temperature, cfg.top_k, cfg.top_p, cfg.seed + i)
+        spec.append(run_steps(speculative_steps(target, drafter_factory(), tokenizer, ids, 2, k, c))[1].token_ids[0])
+        c2 = SamplingConfig(cfg.temperature, cfg.top_k, cfg.top_p, cfg.seed + 1_000_000 + i)
+        plain.append(run_steps(greedy_steps(target, tokenizer, ids, 1, c2))[1].token_ids[0])
+        if i % 10 == 0:
+            progress(i / n, f"{i}/{n} samples")
+    progress(1.0, "done")
+    return spec, plain
+
+
+def chi_square(a: list[int], b: list[int], min_count: int = 10) -> dict:
+    """Chi-square test of homogeneity between two samples of token ids; rare tokens pooled as 'other'."""
+    from scipy.stats import chi2_contingency
+
+    cats = sorted(set(a) | set(b), key=lambda t: -(a.count(t) + b.count(t)))
+    keep = [t for t in cats if a.count(t) + b.count(t) >= min_count]
+    rows = [[a.count(t) for t in keep], [b.count(t) for t in keep]]
+    other = [len(a) - sum(rows[0]), len(b) - sum(rows[1])]
+    if sum(other):
+        rows = [r + [o] for r, o in zip(rows, other)]
+    if len(rows[0]) < 2:
+        return {"statistic": 0.0, "pvalue": 1.0, "categories": keep, "table": rows, "dof": 0}
+    stat, pvalue, dof, _ = chi2_contingency(rows)
+    return {"statistic": float(stat), "pvalue": float(pvalue), "categories": keep, "table": rows, "dof": int(dof)}
