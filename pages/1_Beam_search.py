@@ -1,7 +1,7 @@
 """Beam search step by step, beside greedy on the same prompt."""
 import streamlit as st
 
-from ui.common import controls, encode, get_pair, get_replay, play_interval, play_tick, sidebar
+from ui.common import bounded, controls, encode, get_pair, get_replay, play_interval, play_tick, sidebar
 
 from specviz.beam import beam_steps
 from specviz.compare import beam_vs_greedy
@@ -16,12 +16,16 @@ st.caption("Keep the B best partial sequences by total log-probability; expand e
            "prune back to B, set aside those that end. A search for a likelier sequence — not a speedup.")
 pair = get_pair(settings)
 
+bounded("bm_b", 1, 8, 3, "beams", "Beam width B")
+bounded("bm_lp", -1.0, 3.0, 1.0, "length_penalty", "Length penalty")
+bounded("bm_max", 2, 40, 12, "max_new_tokens", "Max new tokens")
+bounded("bm_top", 1, 6, 3, None, "Top candidates")
 c1, c2, c3, c4 = st.columns(4)
-B = c1.slider("Beam width B", 1, 8, 3, key="bm_b")
-penalty = c2.slider("Length penalty", -1.0, 3.0, 1.0, 0.1, key="bm_lp",
+B = c1.slider("Beam width B", 1, 8, key="bm_b")
+penalty = c2.slider("Length penalty", -1.0, 3.0, step=0.1, key="bm_lp",
                     help="score = sum log p / length^penalty: above 0 favours longer hypotheses.")
-max_new = c3.slider("Max new tokens", 2, 40, 12, key="bm_max")
-top_n = c4.slider("Top candidates shown per beam", 1, 6, 3, key="bm_top")
+max_new = c3.slider("Max new tokens", 2, 40, key="bm_max")
+top_n = c4.slider("Top candidates shown per beam", 1, 6, key="bm_top")
 ids = encode(pair, settings, max_new)
 params = (tuple(ids), B, penalty, max_new, top_n, settings.target)
 replay = get_replay("beam", params, lambda: beam_steps(pair.target, pair.tokenizer, ids, B, max_new, penalty, top_n))

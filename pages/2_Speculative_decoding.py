@@ -2,7 +2,7 @@
 bonus, cache rollback."""
 import streamlit as st
 
-from ui.common import controls, encode, get_pair, get_replay, play_interval, play_tick, sidebar
+from ui.common import bounded, controls, encode, get_pair, get_replay, play_interval, play_tick, sidebar
 
 from specviz.drafters import make_drafter
 from specviz.figures import spec_cycle as F
@@ -17,18 +17,23 @@ st.caption("A small draft guesses K tokens; the big target checks all of them in
            "the longest prefix it agrees with — plus one token of its own. The output is exactly the target's.")
 pair = get_pair(settings)
 
+bounded("sp_k", 1, 16, 4, "k", "K")
+bounded("sp_max", 8, 128, 48, "max_new_tokens", "Max new tokens")
+bounded("sp_temp", 0.05, 2.0, 1.0, "temperature", "Temperature")
+bounded("sp_top_p", 0.05, 1.0, 1.0, "top_p", "Top-p")
+bounded("sp_seed", 0, 2**31 - 1, 0, "seed", "Seed")
 c1, c2, c3, c4 = st.columns(4)
-k = c1.slider("K (draft tokens per cycle)", 1, 16, 4, key="sp_k")
+k = c1.slider("K (draft tokens per cycle)", 1, 16, key="sp_k")
 drafters = (["draft model"] if pair.draft is not None else []) + ["n-gram lookup", "early exit (untrained)"]
 drafter_name = c2.selectbox("Drafter", drafters, key="sp_drafter")
 mode = c3.radio("Verification", ["greedy match", "rejection sampling"], key="sp_mode", horizontal=True)
-max_new = c4.slider("Max new tokens", 8, 128, 48, key="sp_max")
+max_new = c4.slider("Max new tokens", 8, 128, key="sp_max")
 c5, c6, c7, c8 = st.columns(4)
 sampling = mode == "rejection sampling"
-temperature = c5.slider("Temperature", 0.05, 2.0, 1.0, 0.05, key="sp_temp", disabled=not sampling,
+temperature = c5.slider("Temperature", 0.05, 2.0, step=0.05, key="sp_temp", disabled=not sampling,
                         help="Greedy match uses temperature 0; rejection sampling needs a temperature above 0.")
-top_p = c6.slider("Top-p", 0.05, 1.0, 1.0, 0.05, key="sp_top_p", disabled=not sampling)
-seed = c7.number_input("Seed", 0, 2**31 - 1, 0, key="sp_seed", disabled=not sampling)
+top_p = c6.slider("Top-p", 0.05, 1.0, step=0.05, key="sp_top_p", disabled=not sampling)
+seed = c7.number_input("Seed", 0, 2**31 - 1, key="sp_seed", disabled=not sampling)
 dynamic = c8.toggle("Dynamic K (+2 after all accepted, −1 after a rejection)", key="sp_dynamic")
 ee_layers = 4
 if drafter_name.startswith("early exit"):

@@ -37,8 +37,9 @@ def _parser() -> argparse.ArgumentParser:
 def _check(a) -> None:
     from .errors import SpecVizError
 
-    if not a.prompt.strip():
-        raise SpecVizError("The prompt is empty: type something for the model to continue.")
+    from .prompting import check_text
+
+    check_text(a.prompt)  # before the model loads: bad input fails fast
     if a.max_new_tokens < 1 or a.max_new_tokens > 4096:
         raise SpecVizError(f"--max-new-tokens must be between 1 and 4096; got {a.max_new_tokens}.")
     if a.method == "beam" and not 1 <= a.num_beams <= 64:

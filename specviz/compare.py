@@ -1,15 +1,18 @@
 """Beam vs greedy on one prompt, in plain words (the beam page shows this sentence)."""
 from __future__ import annotations
 
+from .figures import md_escape
+
 
 def beam_vs_greedy(tokenizer, greedy_ids, greedy_lp, beam_ids, beam_lp) -> str:
     if list(greedy_ids) == list(beam_ids):
         return "Beam search and greedy chose the same sequence here: the locally best token was also globally best."
     branch = next((i for i, (a, b) in enumerate(zip(greedy_ids, beam_ids)) if a != b), min(len(greedy_ids), len(beam_ids)))
-    shared = tokenizer.decode(list(greedy_ids[:branch]))
-    g_tok = tokenizer.decode([greedy_ids[branch]]) if branch < len(greedy_ids) else "(end)"
-    b_tok = tokenizer.decode([beam_ids[branch]]) if branch < len(beam_ids) else "(end)"
-    where = f"after {branch} shared token{'s' if branch != 1 else ''}" + (f" (“{shared[-40:]}”)" if shared else "")
+    # the sentence is shown as Markdown: escape the model's text
+    shared = md_escape(tokenizer.decode(list(greedy_ids[:branch]))[-40:])
+    g_tok = md_escape(tokenizer.decode([greedy_ids[branch]])) if branch < len(greedy_ids) else "(end)"
+    b_tok = md_escape(tokenizer.decode([beam_ids[branch]])) if branch < len(beam_ids) else "(end)"
+    where = f"after {branch} shared token{'s' if branch != 1 else ''}" + (f" (“{shared}”)" if shared else "")
     if beam_lp > greedy_lp:
         return (f"Beam search found a sequence greedy missed, with higher total log-probability "
                 f"({beam_lp:.2f} vs {greedy_lp:.2f}). They branch off {where}: greedy took “{g_tok}”, beam kept "

@@ -6,12 +6,16 @@ from .errors import SpecVizError
 MAX_PROMPT_CHARS = 20_000  # a pasted novel is refused before tokenizing, so nothing hangs
 
 
-def encode_prompt(tokenizer, text: str, chat: bool, max_positions: int, max_new_tokens: int) -> list[int]:
+def check_text(text: str) -> None:
     if text is None or not text.strip():
         raise SpecVizError("The prompt is empty: type something for the model to continue.")
     if len(text) > MAX_PROMPT_CHARS:
         raise SpecVizError(f"The prompt has {len(text):,} characters; the limit is {MAX_PROMPT_CHARS:,}. "
                            "Shorten it.")
+
+
+def encode_prompt(tokenizer, text: str, chat: bool, max_positions: int, max_new_tokens: int) -> list[int]:
+    check_text(text)
     if chat:
         ids = list(tokenizer.apply_chat_template([{"role": "user", "content": text}],
                                                  add_generation_prompt=True)["input_ids"])

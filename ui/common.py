@@ -13,6 +13,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from specviz.errors import SpecVizError  # noqa: E402
+from specviz.figures import md_escape  # noqa: E402
 from specviz.models import pick_device  # noqa: E402
 from specviz.prompting import context_size, encode_prompt  # noqa: E402
 
@@ -109,7 +110,7 @@ def get_pair(settings: Settings):
         _loaded().add(key)
         return pair
     except SpecVizError as e:
-        st.error(str(e))
+        st.error(md_escape(str(e)))
         st.stop()
 
 
@@ -117,7 +118,7 @@ def encode(pair, settings: Settings, max_new_tokens: int) -> list[int]:
     try:
         return encode_prompt(pair.tokenizer, settings.prompt, settings.chat, context_size(pair.target), max_new_tokens)
     except SpecVizError as e:
-        st.warning(str(e))
+        st.warning(md_escape(str(e)))
         st.stop()
 
 
@@ -160,7 +161,7 @@ def controls(name: str, replay, whole_label: str | None = None) -> None:
         if whole_label and cols[5].button(whole_label, key=f"{name}_whole", disabled=replay.at_end):
             replay.forward(whole_event=True)
     except SpecVizError as e:
-        st.error(str(e))
+        st.error(md_escape(str(e)))
 
 
 def play_tick(name: str, replay) -> None:
@@ -174,3 +175,25 @@ def play_tick(name: str, replay) -> None:
 def play_interval(name: str, default: float = 0.8):
     speed = st.session_state.get(name + "_speed", default)
     return speed if st.session_state.get(name + "_playing") else None
+
+
+def bounded(key: str, lo, hi, default, param: str | None = None, name: str = ""):
+    """A widget's value from the URL (?param=...) on first visit, or from session state, checked
+    against [lo, hi] before the widget sees it: out-of-range or malformed values are clamped with a
+    notice instead of crashing the widget."""
+    raw = st.query_params.get(param) if param and key not in st.session_state else None
+    value = raw if raw is not None else st.session_state.get(key, default)
+    kind = type(default)
+    try:
+        v = kind(float(value)) if kind is int else kind(value)
+        if v != v:  # NaN
+            raise ValueError
+    except (TypeError, ValueError):
+        st.warning(f"{name or key}: {md_escape(str(value))!s} is not a number; using {default}.")
+        v = default
+    if not lo <= v <= hi:
+        clamped = min(max(v, lo), hi)
+        st.warning(f"{name or key} = {v} is outside [{lo}, {hi}]; using {clamped}.")
+        v = clamped
+    st.session_state[key] = v
+    return v

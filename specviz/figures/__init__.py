@@ -13,3 +13,12 @@ def label(text: str) -> str:
     if shown.strip() == "":
         shown = shown.replace(" ", "␣") or "∅"
     return html.escape(shown, quote=False)
+
+
+_MD_SPECIAL = set("\\`*_{}[]()#+-.!<>|~$")
+
+
+def md_escape(text: str) -> str:
+    """Model or user text inside a Markdown string: every Markdown/HTML metacharacter backslashed, so
+    `<img onerror=...>` or `[x](javascript:...)` shows as the characters typed."""
+    return "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in text)
