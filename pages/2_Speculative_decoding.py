@@ -22,9 +22,18 @@ bounded("sp_max", 8, 128, 48, "max_new_tokens", "Max new tokens")
 bounded("sp_temp", 0.05, 2.0, 1.0, "temperature", "Temperature")
 bounded("sp_top_p", 0.05, 1.0, 1.0, "top_p", "Top-p")
 bounded("sp_seed", 0, 2**31 - 1, 0, "seed", "Seed")
+if "sp_url" not in st.session_state:  # ?mode=sampling&drafter=ngram on a first visit
+    st.session_state["sp_url"] = True
+    if st.query_params.get("mode") == "sampling":
+        st.session_state["sp_mode"] = "rejection sampling"
+    url_drafter = {"ngram": "n-gram lookup", "model": "draft model", "early-exit": "early exit (untrained)"}
+    if st.query_params.get("drafter") in url_drafter:
+        st.session_state["sp_drafter"] = url_drafter[st.query_params["drafter"]]
 c1, c2, c3, c4 = st.columns(4)
 k = c1.slider("K (draft tokens per cycle)", 1, 16, key="sp_k")
 drafters = (["draft model"] if pair.draft is not None else []) + ["n-gram lookup", "early exit (untrained)"]
+if st.session_state.get("sp_drafter") not in drafters:  # e.g. a link asked for a draft this pair lacks
+    st.session_state["sp_drafter"] = drafters[0]
 drafter_name = c2.selectbox("Drafter", drafters, key="sp_drafter")
 mode = c3.radio("Verification", ["greedy match", "rejection sampling"], key="sp_mode", horizontal=True)
 max_new = c4.slider("Max new tokens", 8, 128, key="sp_max")
@@ -82,7 +91,7 @@ def view():
 
     done = replay.shown() if "resolve" in upto else replay.shown()[:-1]
     tok = pair.tokenizer
-    chips = [(tok.decode([t]), o) for c in done for t, o in zip(c.emitted, c.origins)]
+    chips = [(tok.decode([t]), o, t) for c in done for t, o in zip(c.emitted, c.origins)]
     st.markdown("**Output so far** " + F.chip_legend(), unsafe_allow_html=True)
     st.markdown(F.token_chips(chips) if chips else "<i>nothing yet</i>", unsafe_allow_html=True)
     s = spec_summary(done)

@@ -101,21 +101,42 @@ def make_data(target, tok, prompt_list, max_new: int, temperatures, topk: int, b
     return records
 
 
-def build_draft(target, layers: int, init: list[int]):
+def head_subset(records, size: int, eos: int) -> torch.Tensor:
+    """The `size` token ids the target emits most often in the training answers (EOS always in)."""
+    counts = torch.zeros(200_000, dtype=torch.long)
+    for r in records:
+        ans = torch.tensor(r["ids"][r["start"]:])
+        counts.index_add_(0, ans, torch.ones_like(ans))
+        top = r["top_ids"][:, :4].reshape(-1).long()  # the target's near-misses matter too
+        counts.index_add_(0, top, torch.ones_like(top))
+    counts[eos] = counts.max() + 1
+    return torch.sort(torch.topk(counts, size).indices).values
+
+
+def build_draft(target, layers: int, init: list[int], head_ids: torch.Tensor | None = None):
     """Draft = target config with `layers` layers copied from target layers `init`; shared modules
     (embedding, rotary, head) are the target's own objects and stay frozen."""
     import copy
 
     from .drafters import _assemble
 
+    from .drafters import SubsetHead
+
     own = torch.nn.ModuleList(copy.deepcopy(target.model.layers[i]) for i in init[:layers])
     for j, layer in enumerate(own):
         layer.self_attn.layer_idx = j
-    return _assemble(target, layers, own, copy.deepcopy(target.model.norm))
+    head = None
+    if head_ids is not None:
+        head = SubsetHead(target.lm_head.weight.detach()[head_ids].clone(), head_ids, target.config.vocab_size)
+    return _assemble(target, layers, own, copy.deepcopy(target.model.norm), head)
 
 
 def train(draft, records, minutes: float, lr: float, batch: int, seed: int, log_every: int = 25):
     params = list(draft.model.layers.parameters()) + list(draft.model.norm.parameters())
+    from .drafters import SubsetHead
+
+    if isinstance(draft.lm_head, SubsetHead):
+        params += [draft.lm_head.weight]
     for p in draft.parameters():
         p.requires_grad_(False)
     for p in params:
@@ -138,8 +159,11 @@ def train(draft, records, minutes: float, lr: float, batch: int, seed: int, log_
             logits = draft(input_ids=ids, logits_to_keep=n + 1).logits[0, :-1].float()
             logq = torch.log_softmax(logits, -1)
             t_logp = r["top_logp"].float().to(logq.device)
-            t_p = torch.softmax(t_logp, -1)  # target's top-k, renormalised
-            loss = -(t_p * logq.gather(-1, r["top_ids"].long().to(logq.device))).sum()
+            picked = logq.gather(-1, r["top_ids"].long().to(logq.device))
+            inside = torch.isfinite(picked)  # a reduced head cannot say tokens outside its subset
+            t_logp = t_logp.masked_fill(~inside, float("-inf"))
+            t_p = torch.nan_to_num(torch.softmax(t_logp, -1))  # target's top-k, renormalised over what q covers
+            loss = -(t_p * picked.masked_fill(~inside, 0.0)).sum()
             loss.backward()
             loss_sum += float(loss.detach())
             n_tok += n
@@ -161,7 +185,14 @@ def export(draft, out: pathlib.Path, meta: dict) -> None:
     out.mkdir(parents=True, exist_ok=True)
     state = {f"layers.{k}": v for k, v in draft.model.layers.state_dict().items()}
     state |= {f"norm.{k}": v for k, v in draft.model.norm.state_dict().items()}
-    save_file({k: v.detach().to(torch.bfloat16).contiguous().cpu() for k, v in state.items()}, str(out / "model.safetensors"))
+    from .drafters import SubsetHead
+
+    if isinstance(draft.lm_head, SubsetHead):
+        state["head.weight"] = draft.lm_head.weight
+    tensors = {k: v.detach().to(torch.bfloat16).contiguous().cpu() for k, v in state.items()}
+    if isinstance(draft.lm_head, SubsetHead):
+        tensors["head.ids"] = draft.lm_head.ids.to(torch.int32).cpu()
+    save_file(tensors, str(out / "model.safetensors"))
     (out / "config.json").write_text(json.dumps(meta, indent=2) + "\n")
 
 
@@ -179,6 +210,7 @@ def main(argv=None) -> int:
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--head-vocab", type=int, default=8192, help="reduced draft head size (0: share the full head)")
     ap.add_argument("--data", default=str(REPO_ROOT / "models" / "work" / "data.pt"),
                     help="cache of generated data (reused when present and --regenerate is off)")
     ap.add_argument("--regenerate", action="store_true")
@@ -195,22 +227,28 @@ def main(argv=None) -> int:
     if a.prompts:
         plist = plist[:a.prompts]
     temps = [float(t) for t in a.temperatures.split(",")]
+    records = []
     if data_path.is_file() and not a.regenerate:
+        # answers are cached in prompt order: only prompts beyond the cache are generated
         records = torch.load(data_path, weights_only=False)
         print(f"data: {len(records)} answers from {data_path}")
-    else:
-        print(f"data: {len(plist)} prompts, temperatures {temps}, {a.max_new_tokens} new tokens each")
-        records = make_data(target, tok, plist, a.max_new_tokens, temps, a.topk, a.gen_batch, a.seed)
+    if len(records) < len(plist):
+        todo = plist[len(records):]
+        print(f"data: {len(todo)} more prompts, temperatures {temps}, {a.max_new_tokens} new tokens each")
+        records += make_data(target, tok, todo, a.max_new_tokens, temps, a.topk, a.gen_batch, a.seed + len(records))
         data_path.parent.mkdir(parents=True, exist_ok=True)
         torch.save(records, data_path)
+    records = records[:len(plist)]
     n_tokens = sum(len(r["ids"]) - r["start"] for r in records)
     t_data = time.time() - t0
     print(f"data ready: {n_tokens} answer tokens in {t_data:.0f} s")
     init = [int(x) for x in a.init.split(",")]
-    draft = build_draft(target, a.layers, init)
+    head_ids = head_subset(records, a.head_vocab, tok.eos_token_id) if a.head_vocab else None
+    draft = build_draft(target, a.layers, init, head_ids)
     steps = train(draft, records, a.minutes, a.lr, a.batch, a.seed)
     meta = {"num_hidden_layers": a.layers, "init_from_target_layers": init[:a.layers],
-            "shares_with_target": ["embed_tokens", "rotary_emb", "lm_head"], "dtype": "bfloat16",
+            "shares_with_target": ["embed_tokens", "rotary_emb"] + ([] if a.head_vocab else ["lm_head"]),
+            "head_vocab": a.head_vocab or None, "dtype": "bfloat16",
             "train": {"answers": len(records), "answer_tokens": n_tokens, "temperatures": temps, "topk": a.topk,
                       "steps": steps, "batch": a.batch, "lr": a.lr, "minutes": a.minutes, "seed": a.seed,
                       "device": str(target.device), "threads": torch.get_num_threads()}}
@@ -219,5 +257,93 @@ def main(argv=None) -> int:
     return 0
 
 
+
+
+# ---------------------------------------------------------------- evaluation (held-out prompts only)
+def evaluate(target, tok, draft, n_prompts: int = 16, max_new: int = 64, ks=(2, 4, 6, 8), log=print) -> dict:
+    """The model card's figures, on held-out prompts never used in training."""
+    import statistics
+
+    from .drafters import ModelDrafter
+    from .greedy import greedy_steps
+    from .measure import forward_ms
+    from .speculative import speculative_steps
+    from .step import run_steps
+
+    plist = held_out_prompts()
+    plist = [plist[i] for i in range(0, len(plist), max(1, len(plist) // n_prompts))][:n_prompts]
+    ids_list = [chat_ids(tok, p) for p in plist]
+    out = {"prompts": len(plist), "max_new_tokens": max_new}
+    # greedy acceptance and mean acceptance length per K
+    for k in ks:
+        acc = dec = toks = passes = 0
+        for ids in ids_list:
+            _, r = run_steps(speculative_steps(target, ModelDrafter(draft), tok, ids, max_new, k))
+            acc, dec = acc + r.counters.accepted, dec + r.counters.decided
+            toks, passes = toks + len(r.token_ids), passes + r.counters.target_passes
+        out[f"K={k}"] = {"greedy_acceptance": acc / dec, "mean_acceptance_length": toks / passes}
+        log(f"  K={k}: acceptance {acc / dec:.3f}, tokens/pass {toks / passes:.2f}")
+    # sampling acceptance at T = 1: mean over positions of sum_x min(p, q) = 1 - TV(p, q)
+    overlaps = []
+    with torch.inference_mode():
+        for ids in ids_list:
+            _, r = run_steps(greedy_steps(target, tok, ids, max_new))
+            seq = torch.tensor([ids + r.token_ids], device=target.device)
+            n = len(r.token_ids)
+            p = torch.softmax(target(input_ids=seq, logits_to_keep=n + 1).logits[0, :-1].float(), -1)
+            q = torch.softmax(draft(input_ids=seq, logits_to_keep=n + 1).logits[0, :-1].float(), -1)
+            overlaps += torch.minimum(p, q).sum(-1).tolist()
+    out["sampling_acceptance_T1"] = sum(overlaps) / len(overlaps)
+    ctx = ids_list[0] + [tok.eos_token_id] * 0
+    t1, d1 = forward_ms(target, ctx, 1), forward_ms(draft, ctx, 1)
+    out["target_ms"], out["draft_ms"], out["c"] = t1, d1, d1 / t1
+    # wall clock: our speculative greedy (best K above) vs our plain greedy, interleaved, median of 2
+    best = max(ks, key=lambda k: out[f"K={k}"]["mean_acceptance_length"] / (k * out["c"] + 1))
+    plain_t, spec_t, same = [], [], True
+    for ids in ids_list:
+        tp, ts = [], []
+        for _ in range(2):
+            t = time.perf_counter()
+            _, rp = run_steps(greedy_steps(target, tok, ids, max_new))
+            tp.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            _, rs = run_steps(speculative_steps(target, ModelDrafter(draft), tok, ids, max_new, best))
+            ts.append(time.perf_counter() - t)
+            same &= rs.token_ids == rp.token_ids
+        plain_t.append(statistics.median(tp))
+        spec_t.append(statistics.median(ts))
+    out["speedup_K"] = best
+    out["speedup"] = sum(plain_t) / sum(spec_t)
+    out["identical"] = same
+    log(f"  sampling acceptance {out['sampling_acceptance_T1']:.3f}; c = {out['c']:.3f}; "
+        f"speedup at K={best}: {out['speedup']:.2f}x (identical: {same})")
+    return out
+
+
+def eval_main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m specviz.distill eval")
+    ap.add_argument("--draft", default=str(REPO_ROOT / "models" / "draft"))
+    ap.add_argument("--prompts", type=int, default=16)
+    ap.add_argument("--max-new-tokens", type=int, default=64)
+    ap.add_argument("--early-exit", type=int, default=0, help="evaluate the untrained first-L-layers drafter instead")
+    ap.add_argument("--json", default=None)
+    a = ap.parse_args(argv)
+    from .drafters import early_exit_model, load_shipped_draft
+
+    target, tok = load_target()
+    draft = early_exit_model(target, a.early_exit) if a.early_exit else load_shipped_draft(target, pathlib.Path(a.draft))
+    res = evaluate(target, tok, draft, a.prompts, a.max_new_tokens)
+    res["date"] = time.strftime("%Y-%m-%d")
+    res["drafter"] = f"early exit L={a.early_exit}" if a.early_exit else a.draft
+    print(json.dumps(res, indent=1))
+    if a.json:
+        pathlib.Path(a.json).write_text(json.dumps(res, indent=1))
+    return 0
+
+
 if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:2] == ["eval"]:
+        raise SystemExit(eval_main(sys.argv[2:]))
     raise SystemExit(main())

@@ -87,7 +87,27 @@ class NgramDrafter:
 
 
 # ---------------------------------------------------------------- draft models built on the target
-def _assemble(target, num_layers: int, layers, norm):
+class SubsetHead(torch.nn.Module):
+    """An LM head over a subset of the vocabulary (the tokens the target actually uses most).
+
+    On CPU the full head is the draft's biggest cost: 49152 x 576 weights read per step (~8 ms of
+    ~12). Scoring 8192 rows costs ~1 ms. Tokens outside the subset get probability 0 in q, which is
+    still exact: q is the distribution the draft really samples from."""
+
+    def __init__(self, weight: torch.Tensor, ids: torch.Tensor, vocab_size: int):
+        super().__init__()
+        self.weight = torch.nn.Parameter(weight)
+        self.register_buffer("ids", ids.long(), persistent=True)
+        self.vocab_size = vocab_size
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        sub = torch.nn.functional.linear(hidden, self.weight)
+        out = torch.full((*sub.shape[:-1], self.vocab_size), float("-inf"), dtype=sub.dtype, device=sub.device)
+        out[..., self.ids] = sub
+        return out
+
+
+def _assemble(target, num_layers: int, layers, norm, head=None):
     """A LlamaForCausalLM whose embedding, rotary table and head ARE the target's modules (shared, no
     copy), with its own `layers` and `norm`. Built on the meta device so nothing is allocated twice."""
     from transformers import AutoModelForCausalLM
@@ -102,7 +122,7 @@ def _assemble(target, num_layers: int, layers, norm):
     draft.model.rotary_emb = target.model.rotary_emb
     draft.model.layers = layers
     draft.model.norm = norm
-    draft.lm_head = target.lm_head
+    draft.lm_head = target.lm_head if head is None else head
     draft.generation_config = copy.deepcopy(target.generation_config)  # generate() may edit it
     return draft.eval()
 
@@ -132,7 +152,11 @@ def load_shipped_draft(target, path: pathlib.Path):
     dtype, dev = target.model.embed_tokens.weight.dtype, target.device
     layers.load_state_dict({k[len("layers."):]: v for k, v in state.items() if k.startswith("layers.")})
     norm.load_state_dict({k[len("norm."):]: v for k, v in state.items() if k.startswith("norm.")})
-    return _assemble(target, n, layers.to(dev, dtype), norm.to(dev, dtype))
+    head = None
+    if "head.ids" in state:  # a reduced-vocabulary head of its own; otherwise the target's head
+        head = SubsetHead(state["head.weight"].to(dev, dtype), state["head.ids"].to(dev), target.config.vocab_size)
+        head.requires_grad_(False)
+    return _assemble(target, n, layers.to(dev, dtype), norm.to(dev, dtype), head)
 
 
 def make_drafter(kind: str, pair=None, target=None, early_exit_layers: int = 4):

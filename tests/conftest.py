@@ -44,3 +44,49 @@ def tiny_llama(embedded):
                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
                       tie_word_embeddings=True, bos_token_id=1, eos_token_id=2, pad_token_id=2)
     return LlamaForCausalLM(cfg).eval(), embedded[1]
+
+
+# ---------------------------------------------------------------- a real server for browser tests
+import socket  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
+import urllib.request  # noqa: E402
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def server():
+    """A real Streamlit server on a free loopback port, shared by the browser tests."""
+    port = free_port()
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    log_path = ROOT / "test-artifacts" / "server.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log = open(log_path, "w")  # a file, not a pipe: an unread pipe would block the server when full
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+         "--server.fileWatcherType", "none"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(120):
+        try:
+            if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read() == b"ok":
+                break
+        except OSError:
+            time.sleep(0.5)
+    else:
+        proc.kill()
+        pytest.fail("streamlit did not start: " + log_path.read_text()[-2000:])
+    yield url
+    proc.terminate()
+    proc.wait(10)
+    log.close()
+
+

@@ -52,7 +52,21 @@ def _copy(src: str, dst: str):
     return cb
 
 
+def _from_url() -> None:
+    """A shared link can carry the prompt (?prompt=...&chat=0); read once, on a session's first run."""
+    if st.session_state.get("s_url_read"):
+        return
+    st.session_state["s_url_read"] = True
+    q = st.query_params
+    if "prompt" in q:
+        st.session_state["s_choice"] = OWN
+        st.session_state["s_prompt"] = q["prompt"]
+    if "chat" in q:
+        st.session_state["s_chat"] = q["chat"] not in ("0", "false", "no")
+
+
 def sidebar() -> Settings:
+    _from_url()
     sb = st.sidebar
     sb.markdown("### Prompt")
     names = list(CURATED) + [OWN]

@@ -130,10 +130,11 @@ def token_chips(tokens_with_origin) -> str:
     """The output so far as HTML chips coloured by origin. Every piece of text is escaped here, so
     the page can render the result with unsafe_allow_html."""
     chips = []
-    for text, origin in tokens_with_origin:
+    for text, origin, *token in tokens_with_origin:
+        tid = f' data-tok="{int(token[0])}"' if token else ""
         shown = html.escape(text.replace("\n", "↵\n"), quote=True)
         color = ORIGIN_COLORS.get(origin, "#777")
-        chips.append(f'<span class="chip" title="{html.escape(origin)}" style="border-bottom:3px solid {color};'
+        chips.append(f'<span class="chip"{tid} title="{html.escape(origin)}" style="border-bottom:3px solid {color};'
                      f'background:{color}22;padding:1px 2px;margin:0 1px;border-radius:3px;white-space:pre-wrap">{shown}</span>')
     return '<div style="line-height:2;font-family:monospace">' + "".join(chips) + "</div>"
 

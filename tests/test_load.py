@@ -1,0 +1,85 @@
+"""Load: 8 concurrent browser sessions on one server, each stepping speculative sampling 20 cycles
+with its own prompt and seed. No error, and every session's tokens equal its single-user run."""
+import asyncio
+import json
+import os
+import shutil
+import statistics
+import time
+import urllib.parse
+from pathlib import Path
+
+import pytest
+
+from conftest import CHROMIUM_ARGS
+from specviz.drafters import NgramDrafter
+from specviz.prompting import encode_prompt
+from specviz.sampling import SamplingConfig
+from specviz.speculative import speculative_steps
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.skipif(os.environ.get("SPECVIZ_SKIP_BROWSER") == "1", reason="SPECVIZ_SKIP_BROWSER=1")
+SESSIONS, CYCLES = 8, 20
+PROMPTS = ["Count from one to twenty in words.", "List five fruits and their colors.", "Write a haiku about rain.",
+           "What is a linked list?", "Name the days of the week.", "Say hello in three languages.",
+           "Describe a cat in one sentence.", "Give two tips for studying."]
+
+
+def single_user(embedded, prompt, seed):
+    """The same run with no server at all: what the session must show."""
+    model, tok = embedded
+    ids = encode_prompt(tok, prompt, True, 8192, 128)
+    steps = speculative_steps(model, NgramDrafter(), tok, ids, 128, 4, SamplingConfig(1.0, 0, 1.0, seed))
+    tokens = []
+    for i, cycle in enumerate(steps):
+        tokens += cycle.emitted
+        if i + 1 == CYCLES:
+            break
+    return tokens
+
+
+async def one_session(browser, url, i, latencies):
+    ctx = await browser.new_context(viewport={"width": 1300, "height": 900})
+    page = await ctx.new_page()
+    q = urllib.parse.urlencode({"prompt": PROMPTS[i], "mode": "sampling", "drafter": "ngram", "seed": 100 + i,
+                                "k": 4, "max_new_tokens": 128})
+    await page.goto(f"{url}/Speculative_decoding?{q}", timeout=300_000)
+    done = "[data-testid=stApp][data-test-script-state=notRunning]"
+    await page.wait_for_selector(done, timeout=300_000)
+    button = page.get_by_role("button", name="Next cycle ⏩")
+    for n in range(CYCLES):
+        before = await page.locator("span.chip").count()
+        t0 = time.perf_counter()
+        await button.click()
+        await page.wait_for_function(f"() => document.querySelectorAll('span.chip').length > {before}"
+                                     if n else "() => document.querySelectorAll('span.chip').length > 0",
+                                     timeout=300_000)
+        await page.wait_for_selector(done, timeout=300_000)
+        latencies.append((time.perf_counter() - t0) * 1000)
+    errors = await page.locator("[data-testid=stException]").count()
+    tokens = [int(t) for t in await page.locator("span.chip").evaluate_all("els => els.map(e => e.dataset.tok)")]
+    await ctx.close()
+    return errors, tokens
+
+
+def test_eight_concurrent_sessions(server, embedded):
+    from playwright.async_api import async_playwright
+
+    async def main():
+        async with async_playwright() as p:
+            browser = await p.chromium.launch(executable_path=shutil.which("chromium") or "/usr/bin/chromium",
+                                              args=CHROMIUM_ARGS, headless=True)
+            latencies = []
+            results = await asyncio.gather(*[one_session(browser, server, i, latencies) for i in range(SESSIONS)])
+            await browser.close()
+            return results, latencies
+
+    results, latencies = asyncio.run(main())
+    report = {"sessions": SESSIONS, "cycles_each": CYCLES, "median_ms": statistics.median(latencies),
+              "p90_ms": sorted(latencies)[int(0.9 * len(latencies))], "max_ms": max(latencies)}
+    out = ROOT / "test-artifacts"
+    out.mkdir(exist_ok=True)
+    (out / "load.json").write_text(json.dumps(report, indent=1))
+    for i, (errors, tokens) in enumerate(results):
+        assert errors == 0, f"session {i} showed an exception"
+        assert tokens == single_user(embedded, PROMPTS[i], 100 + i), f"session {i} differs from its single-user run"
