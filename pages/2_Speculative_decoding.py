@@ -97,7 +97,7 @@ def view():
     s = spec_summary(done)
     m = st.columns(5)
     m[0].metric("Target passes", s["target_passes"])
-    m[1].metric("Draft passes", sum(c.k for c in done) if kind != "ngram" else 0)
+    m[1].metric("Draft passes", s["draft_passes"])
     m[2].metric("Tokens per target pass", f"{s['mean_acceptance_length']:.2f}",
                 help="Mean acceptance length: output tokens / target passes, including each pass's bonus or "
                      "correction token.")

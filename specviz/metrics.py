@@ -16,6 +16,8 @@ def spec_summary(cycles) -> dict:
         "tokens": tokens,
         "target_passes": passes,
         "draft_tokens": drafted,
+        # a model drafter runs one forward per proposed token; n-gram lookup (no cache) runs none
+        "draft_passes": sum(c.k for c in cycles if c.draft_cache is not None),
         "acceptance_rate": accepted / decided if decided else 0.0,
         "mean_acceptance_length": tokens / passes if passes else 0.0,
         "plain_target_passes": tokens,  # plain decoding needs one target pass per token

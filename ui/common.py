@@ -19,7 +19,7 @@ from specviz.prompting import context_size, encode_prompt  # noqa: E402
 
 CURATED = {
     "Explain beam search (chat)": "Explain beam search in two sentences.",
-    "Capital of France (beam beats greedy)": "What is the capital of France?",
+    "What is 2+2? (beam beats greedy)": "What is 2+2?",
     "Refactor this code (n-gram shines)": (
         "Add type hints to this function and return the whole function:\n\n"
         "def average(values):\n    total = 0\n    for value in values:\n        total = total + value\n"

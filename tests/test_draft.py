@@ -1,0 +1,56 @@
+"""The shipped distilled draft: shares the target's embedding, beats an untrained early exit, and the
+recipe that made it runs end to end on a tiny budget."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import chat
+from specviz.distill import held_out_prompts
+from specviz.drafters import ModelDrafter, early_exit_model, load_shipped_draft
+from specviz.models import SHIPPED_DRAFT
+from specviz.speculative import speculative_steps
+from specviz.step import run_steps
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_shipped_draft_is_small_and_shares_the_embedding(pair):
+    assert (SHIPPED_DRAFT / "config.json").is_file(), "models/draft must ship"
+    size = sum(f.stat().st_size for f in SHIPPED_DRAFT.iterdir())
+    assert size <= 30 * 2**20
+    draft = pair.draft
+    assert draft is not None and pair.draft_name == "distilled draft"
+    assert draft.model.embed_tokens is pair.target.model.embed_tokens  # the same module: no copy in memory
+    assert draft.model.embed_tokens.weight.data_ptr() == pair.target.model.embed_tokens.weight.data_ptr()
+    own = sum(p.numel() for n, p in draft.named_parameters() if not n.startswith("model.embed_tokens"))
+    assert own < 0.2 * sum(p.numel() for p in pair.target.parameters())
+
+
+def acceptance(target, tok, draft, prompt):
+    _, r = run_steps(speculative_steps(target, ModelDrafter(draft), tok, chat(tok, prompt), 48, k=4))
+    return r.counters.acceptance_rate
+
+
+def test_trained_draft_beats_untrained_early_exit(pair):
+    target, tok = pair.target, pair.tokenizer
+    prompt = held_out_prompts()[0]  # never used in training
+    trained = acceptance(target, tok, pair.draft, prompt)
+    untrained = acceptance(target, tok, early_exit_model(target, pair.draft.config.num_hidden_layers), prompt)
+    assert trained > untrained + 0.1, (trained, untrained)
+
+
+def test_distillation_runs_end_to_end_on_a_tiny_budget(tmp_path, embedded):
+    out = tmp_path / "draft"
+    cmd = [sys.executable, "-m", "specviz.distill", "--prompts", "2", "--max-new-tokens", "6", "--minutes", "0.02",
+           "--gen-batch", "2", "--head-vocab", "256", "--data", str(tmp_path / "data.pt"), "--out", str(out)]
+    res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    meta = json.loads((out / "config.json").read_text())
+    assert meta["train"]["steps"] >= 1 and meta["head_vocab"] == 256
+    draft = load_shipped_draft(embedded[0], out)
+    logits = draft(input_ids=torch.tensor([[1, 2, 3]])).logits
+    assert torch.isfinite(logits).sum(-1).max() == 256  # the reduced head scores exactly its subset
