@@ -55,6 +55,10 @@ class Replay:
         self.phase = 0
         if whole_event:
             self.phase = self.phases - 1
+        if self.event == len(self.events) - 1:
+            # compute one event ahead: the page then knows at once when the run has ended (a dead
+            # "Step" button would be a lie), and the next Step has nothing to compute
+            self._fetch()
         return True
 
     def back(self) -> bool:

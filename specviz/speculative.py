@@ -76,7 +76,7 @@ def speculative_steps(target, drafter, tokenizer, prompt_ids: list[int], max_new
         c.drafted += n
 
         verdicts, accepted = [], 0
-        res_top, fallback, origin = (), False, "bonus"
+        res_top, fallback, origin = (), False, "bonus" if n else "target"  # n == 0: a plain target step
         new_token = None
         for i, x in enumerate(drafts):
             q_i = q[i] if q is not None else one_hot(x, p[i])

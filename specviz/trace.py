@@ -99,13 +99,13 @@ class Cycle:
     accepted: int  # drafted tokens accepted
     new_token: int  # correction (greedy), resampled (rejection) or bonus (all accepted)
     new_text: str
-    new_origin: str  # "bonus" | "resampled" | "correction"
+    new_origin: str  # "bonus" | "resampled" | "correction" | "target" (nothing was drafted)
     residual_top: tuple[TokenProb, ...]  # normalize(max(0, p - q)) at the rejected position
     residual_fallback: bool  # residual was all zero (p == q): drew from p instead
     target_cache: CacheState
     draft_cache: CacheState | None  # None for drafters without a cache (n-gram)
     emitted: tuple[int, ...]  # tokens appended to the output this cycle, in order
-    origins: tuple[str, ...]  # "accepted" | "resampled" | "correction" | "bonus", one per emitted
+    origins: tuple[str, ...]  # "accepted" | "resampled" | "correction" | "bonus" | "target", one per emitted
     verify_mode: str  # "greedy" | "sampling"
 
 

@@ -48,15 +48,17 @@ async def one_session(browser, url, i, latencies):
     await page.wait_for_selector(done, timeout=300_000)
     button = page.get_by_role("button", name="Next cycle ⏩")
     for n in range(CYCLES):
+        if await button.is_disabled():  # the answer ended (EOS) before CYCLES cycles
+            break
         before = await page.locator("span.chip").count()
         t0 = time.perf_counter()
         await button.click()
-        await page.wait_for_function(f"() => document.querySelectorAll('span.chip').length > {before}"
-                                     if n else "() => document.querySelectorAll('span.chip').length > 0",
+        await page.wait_for_function(f"() => document.querySelectorAll('span.chip').length > {before}",
                                      timeout=300_000)
         await page.wait_for_selector(done, timeout=300_000)
         latencies.append((time.perf_counter() - t0) * 1000)
     errors = await page.locator("[data-testid=stException]").count()
+    await page.screenshot(path=str(ROOT / "test-artifacts" / "screenshots" / f"load_{i}.png"), full_page=True)
     tokens = [int(t) for t in await page.locator("span.chip").evaluate_all("els => els.map(e => e.dataset.tok)")]
     await ctx.close()
     return errors, tokens

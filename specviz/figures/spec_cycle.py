@@ -10,7 +10,7 @@ from plotly.subplots import make_subplots
 from . import ACCEPTED, BONUS, CORRECTION, P_COLOR, Q_COLOR, REJECTED, RESAMPLED, label
 
 ORIGIN_COLORS = {"accepted": ACCEPTED, "resampled": RESAMPLED, "bonus": BONUS, "correction": CORRECTION,
-                 "prompt": "#9e9e9e"}
+                 "target": "#607d8b", "prompt": "#9e9e9e"}
 
 
 def draft_proposals(cycle, shown: int | None = None) -> go.Figure:
@@ -95,7 +95,8 @@ def resolution(cycle) -> go.Figure:
             title += " (all zero: p = q, drew from p)"
     else:
         what = {"bonus": f"all {cycle.k} drafts accepted: the bonus token comes free from the target's last position",
-                "correction": "mismatch: the target's own argmax replaces the draft token (greedy correction)"}[cycle.new_origin]
+                "correction": "mismatch: the target's own argmax replaces the draft token (greedy correction)",
+                "target": "nothing was drafted: the target's own next token"}[cycle.new_origin]
         fig = go.Figure(go.Bar(x=[label(cycle.new_text)], y=[1], marker_color=ORIGIN_COLORS[cycle.new_origin], name=cycle.new_origin))
         title = f"4 · {what}"
     fig.update_layout(height=230, margin=dict(l=10, r=10, t=40, b=10), yaxis=dict(range=[0, 1]),
