@@ -271,7 +271,8 @@ def evaluate(target, tok, draft, n_prompts: int = 16, max_new: int = 64, ks=(2, 
     from .step import run_steps
 
     plist = held_out_prompts()
-    plist = [plist[i] for i in range(0, len(plist), max(1, len(plist) // n_prompts))][:n_prompts]
+    # spread over subjects AND task templates (a stride of len(TASKS) + 1 walks both)
+    plist = [plist[(i * (len(TASKS) + 1)) % len(plist)] for i in range(n_prompts)]
     ids_list = [chat_ids(tok, p) for p in plist]
     out = {"prompts": len(plist), "max_new_tokens": max_new}
     # greedy acceptance and mean acceptance length per K
