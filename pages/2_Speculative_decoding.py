@@ -72,7 +72,7 @@ def view():
         return
     stages = spec_stages(cycle)
     upto = stages[: replay.phase + 1]
-    stage = upto[-1]
+    stage = upto[-1] + (f" {upto.count('draft')}/{cycle.k}" if upto[-1] == "draft" else "")
     st.markdown(f"**Cycle {cycle.cycle + 1}** · K = {cycle.k} · stage: *{stage}*"
                 + (" · done" if replay.at_end else ""))
     if cycle.k:

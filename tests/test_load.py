@@ -19,7 +19,7 @@ from specviz.speculative import speculative_steps
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.skipif(os.environ.get("SPECVIZ_SKIP_BROWSER") == "1", reason="SPECVIZ_SKIP_BROWSER=1")
-SESSIONS, CYCLES = 8, 20
+SESSIONS, CYCLES = int(os.environ.get("SPECVIZ_LOAD_SESSIONS", 8)), int(os.environ.get("SPECVIZ_LOAD_CYCLES", 20))
 PROMPTS = ["Count from one to twenty in words.", "List five fruits and their colors.", "Write a haiku about rain.",
            "What is a linked list?", "Name the days of the week.", "Say hello in three languages.",
            "Describe a cat in one sentence.", "Give two tips for studying."]

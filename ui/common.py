@@ -154,28 +154,39 @@ def reset(name: str):
     st.session_state[name + "_playing"] = False
 
 
+def _act(name: str, action):
+    """Button callbacks run before the rerun draws anything, so every button's enabled state is drawn
+    from the state after the click (a click handled mid-draw would leave a dead Step button)."""
+    def cb():
+        try:
+            action()
+        except SpecVizError as e:
+            st.session_state[name + "_error"] = str(e)
+    return cb
+
+
 def controls(name: str, replay, whole_label: str | None = None) -> None:
     """Step / Back / Play / Run to end / Reset. Step computes only past the recorded trace."""
     cols = st.columns([1, 1, 1, 1.3, 1, 2.2] if whole_label else [1, 1, 1, 1.3, 1, 0.01])
     playing = st.session_state.get(name + "_playing", False)
-    try:
-        if cols[0].button("Step ▶", key=f"{name}_step", type="primary", disabled=replay.at_end,
-                          help="One step forward"):
-            replay.forward()
-        if cols[1].button("◀ Back", key=f"{name}_back", disabled=replay.event < 0, help="Replays the recorded trace"):
-            replay.back()
-        if cols[2].button("Pause ❚❚" if playing else "Play ▶▶", key=f"{name}_play", disabled=replay.at_end and not playing):
-            st.session_state[name + "_playing"] = not playing
-            st.rerun()
-        if cols[3].button("Run to end ⏭", key=f"{name}_end", disabled=replay.at_end):
-            replay.to_end()
-        if cols[4].button("Reset ↺", key=f"{name}_reset"):
-            reset(name)
-            st.rerun()
-        if whole_label and cols[5].button(whole_label, key=f"{name}_whole", disabled=replay.at_end):
-            replay.forward(whole_event=True)
-    except SpecVizError as e:
-        st.error(md_escape(str(e)))
+    cols[0].button("Step ▶", key=f"{name}_step", type="primary", disabled=replay.at_end, help="One step forward",
+                   on_click=_act(name, replay.forward))
+    cols[1].button("◀ Back", key=f"{name}_back", disabled=replay.event < 0, help="Replays the recorded trace",
+                   on_click=_act(name, replay.back))
+    # Play and Reset need a full rerun (Play changes the fragment's timer; Reset makes a new run)
+    if cols[2].button("Pause ❚❚" if playing else "Play ▶▶", key=f"{name}_play", disabled=replay.at_end and not playing):
+        st.session_state[name + "_playing"] = not playing
+        st.rerun()
+    cols[3].button("Run to end ⏭", key=f"{name}_end", disabled=replay.at_end, on_click=_act(name, replay.to_end))
+    if cols[4].button("Reset ↺", key=f"{name}_reset"):
+        reset(name)
+        st.rerun()
+    if whole_label:
+        cols[5].button(whole_label, key=f"{name}_whole", disabled=replay.at_end,
+                       on_click=_act(name, lambda: replay.forward(whole_event=True)))
+    error = st.session_state.pop(name + "_error", None)
+    if error:
+        st.error(md_escape(error))
 
 
 def play_tick(name: str, replay) -> None:
