@@ -199,8 +199,8 @@ def export(draft, out: pathlib.Path, meta: dict) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m specviz.distill", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--layers", type=int, default=1)
-    ap.add_argument("--init", default="0", help="comma-separated target layers to start from")
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--init", default="0,1", help="comma-separated target layers to start from")
     ap.add_argument("--prompts", type=int, default=0, help="use only the first N training prompts (0: all)")
     ap.add_argument("--max-new-tokens", type=int, default=128)
     ap.add_argument("--temperatures", default="0,0.7,1.0")
