@@ -13,7 +13,7 @@ SHOTS = ROOT / "test-artifacts" / "screenshots"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = pytest.mark.skipif(os.environ.get("SPECVIZ_SKIP_BROWSER") == "1", reason="SPECVIZ_SKIP_BROWSER=1")
 from conftest import CHROMIUM_ARGS as ARGS  # noqa: E402
-PAGES = ["", "Beam_search", "Speculative_decoding"]
+PAGES = ["", "Beam_search", "Speculative_decoding", "Speedup_lab", "Lossless_lab", "Drafter_comparison", "Interview_QA"]
 
 
 @pytest.fixture(scope="module")
@@ -37,6 +37,10 @@ def open_page(browser, url):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(url, timeout=180_000)
     page.wait_for_selector("[data-testid=stSidebar]", timeout=180_000)
+    settle(page)
+    # the first run is done only when its placeholders are gone and the sidebar prompt is drawn
+    page.wait_for_selector("[data-testid=stSidebar] textarea", timeout=180_000)
+    page.wait_for_function("() => document.querySelectorAll('[data-testid=stSkeleton]').length === 0", timeout=180_000)
     settle(page)
     return page
 
