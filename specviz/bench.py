@@ -21,6 +21,7 @@ from .distill import chat_ids
 from .drafters import ModelDrafter, NgramDrafter
 from .greedy import greedy_steps
 from .models import load_pair
+from .packed import PackedLinear
 from .sampling import SamplingConfig
 from .speculative import speculative_steps
 from .step import run_steps
@@ -34,7 +35,7 @@ def load_prompts():
     return json.loads(PROMPTS.read_text())["prompts"]
 
 
-def configs(pair, ks, dynamic_k: bool, hf_peers: bool, sampling: bool):
+def configs(pair, ks, dynamic_k: bool, hf_peers: bool, sampling: bool, unpacked=None):
     """name -> function(ids, max_new) returning (token_ids, counters or None)."""
     tgt, tok = pair.target, pair.tokenizer
     out = {}
@@ -63,6 +64,12 @@ def configs(pair, ks, dynamic_k: bool, hf_peers: bool, sampling: bool):
         if dynamic_k:
             out[f"spec {dname} dynamic"] = (lambda make: lambda ids, n: (lambda r: (r.token_ids, r.counters))(
                 run_steps(speculative_steps(tgt, make(), tok, ids, n, 4, dynamic_k=True, k_max=16))[1]))(make)
+    if unpacked is not None:  # the same model with plain nn.Linear layers: what packing buys
+        u_tgt = unpacked.target
+        out["unpacked greedy"] = lambda ids, n: (run_steps(greedy_steps(u_tgt, tok, ids, n))[1].token_ids, None)
+        if unpacked.draft is not None:
+            out["unpacked spec model K=4"] = lambda ids, n: (run_steps(speculative_steps(
+                u_tgt, ModelDrafter(unpacked.draft), tok, ids, n, 4))[1].token_ids, None)
     if sampling:
         s_cfg = SamplingConfig(temperature=1.0, seed=0)
         out["ours sample T=1"] = lambda ids, n: (lambda r: (r.token_ids, r.counters))(
@@ -74,10 +81,13 @@ def configs(pair, ks, dynamic_k: bool, hf_peers: bool, sampling: bool):
 
 
 def run_bench(prompts, max_new: int, repeats: int, ks, dynamic_k=True, hf_peers=True, sampling=True,
-              device=None, cold=False, log=print) -> dict:
+              device=None, cold=False, unpacked=True, log=print) -> dict:
     t0 = time.perf_counter()
     pair = load_pair(device=device)
     load_cached = time.perf_counter() - t0
+    packed = any(isinstance(m, PackedLinear) for m in pair.target.modules())
+    # packed linear layers are the CPU default; an unpacked copy measures what they buy, side by side
+    plain = load_pair(device=device, packed=False) if unpacked and packed else None
     load_cold = None
     if cold:
         import os
@@ -92,7 +102,7 @@ def run_bench(prompts, max_new: int, repeats: int, ks, dynamic_k=True, hf_peers=
             else:
                 os.environ["SPECVIZ_CACHE"] = old
     tok = pair.tokenizer
-    cfgs = configs(pair, ks, dynamic_k, hf_peers, sampling)
+    cfgs = configs(pair, ks, dynamic_k, hf_peers, sampling, plain)
     ids_list = [chat_ids(tok, p["text"]) for p in prompts]
     warm = ids_list[0]
     for name, f in cfgs.items():  # warm-up: first calls pay for allocations and lazy inits
@@ -118,6 +128,8 @@ def run_bench(prompts, max_new: int, repeats: int, ks, dynamic_k=True, hf_peers=
         for name in cfgs:
             if name.startswith("spec") and "sample" not in name and outputs[(name, p["name"])] != ref:
                 mismatches.append((name, p["name"]))
+            if name.startswith("unpacked spec") and outputs[(name, p["name"])] != outputs[("unpacked greedy", p["name"])]:
+                mismatches.append((name, p["name"]))
 
     # forward costs: a decode step, a verify pass of K+1, a draft step (median ms)
     ctx = ids_list[0] + outputs[("ours greedy", prompts[0]["name"])][:32]
@@ -125,6 +137,10 @@ def run_bench(prompts, max_new: int, repeats: int, ks, dynamic_k=True, hf_peers=
     verify = {k: forward_ms(pair.target, ctx, k + 1) for k in sorted(set(ks) | {4})}
     d1 = forward_ms(pair.draft, ctx, 1) if pair.draft is not None else None
     c = d1 / t1 if d1 else 0.0
+    unpacked_ms = None
+    if plain is not None:
+        unpacked_ms = {"target_1": forward_ms(plain.target, ctx, 1), "target_5": forward_ms(plain.target, ctx, 5),
+                       "draft_1": forward_ms(plain.draft, ctx, 1) if plain.draft is not None else None}
 
     rows = {}
     base = None
@@ -182,6 +198,7 @@ def run_bench(prompts, max_new: int, repeats: int, ks, dynamic_k=True, hf_peers=
         "ngram_speedup_on_repeat_prompts": repeat_rows,
         "forward_ms": {"target_1": t1, "target_verify": {str(k + 1): v for k, v in verify.items()},
                        "draft_1": d1, "c": c},
+        "packed": packed, "forward_ms_unpacked": unpacked_ms,
         "load_s": {"cached": load_cached, "cold": load_cold},
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "identical": not mismatches, "mismatches": mismatches,
@@ -208,6 +225,18 @@ def table(res: dict) -> str:
         f"{n} tokens {v:.1f} (v={v / fm['target_1']:.2f})" for n, v in fm["target_verify"].items())]
     if fm["draft_1"]:
         lines.append(f"draft forward: {fm['draft_1']:.1f} ms -> c = {fm['c']:.3f}")
+    um, rows = res.get("forward_ms_unpacked"), res["rows"]
+    if um:
+        lines.append(f"unpacked nn.Linear forward (ms): 1 token {um['target_1']:.1f}; 5 tokens {um['target_5']:.1f} "
+                     f"(v={um['target_5'] / um['target_1']:.2f})"
+                     + (f"; draft {um['draft_1']:.1f} -> c = {um['draft_1'] / um['target_1']:.3f}" if um["draft_1"] else ""))
+        g, ug = rows["ours greedy"]["tokens_per_s"], rows["unpacked greedy"]["tokens_per_s"]
+        line = f"packed vs unpacked: greedy {g / ug:.2f}×"
+        if "unpacked spec model K=4" in rows and "spec model K=4" in rows:
+            us = rows["unpacked spec model K=4"]["tokens_per_s"]
+            line += (f", spec model K=4 {rows['spec model K=4']['tokens_per_s'] / us:.2f}×; "
+                     f"unpacked spec model K=4 vs unpacked greedy {us / ug:.2f}×")
+        lines.append(line)
     if res["ngram_speedup_on_repeat_prompts"]:
         lines.append("n-gram on repeats-the-input prompts (× our greedy): " + ", ".join(
             f"{k.replace('spec ngram ', '')} {v:.2f}" for k, v in res["ngram_speedup_on_repeat_prompts"].items()))

@@ -218,7 +218,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     torch.manual_seed(a.seed)
     t0 = time.time()
-    target, tok = load_target()
+    target, tok = load_target(packed=False)  # layers are copied from it and trained
     for p in target.parameters():
         p.requires_grad_(False)
     data_path = pathlib.Path(a.data)

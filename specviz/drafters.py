@@ -99,9 +99,17 @@ class SubsetHead(torch.nn.Module):
         self.weight = torch.nn.Parameter(weight)
         self.register_buffer("ids", ids.long(), persistent=True)
         self.vocab_size = vocab_size
+        self.packed = None  # a PackedLinear over the same rows once pack() ran (CPU inference)
+
+    def pack(self) -> int:
+        from .packed import PackedLinear
+
+        if self.packed is None:
+            self.packed = PackedLinear(self.weight)
+        return 1
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        sub = torch.nn.functional.linear(hidden, self.weight)
+        sub = self.packed(hidden) if self.packed is not None else torch.nn.functional.linear(hidden, self.weight)
         out = torch.full((*sub.shape[:-1], self.vocab_size), float("-inf"), dtype=sub.dtype, device=sub.device)
         out[..., self.ids] = sub
         return out
@@ -136,7 +144,7 @@ def early_exit_model(target, num_layers: int):
     return _assemble(target, num_layers, torch.nn.ModuleList(target.model.layers[:num_layers]), target.model.norm)
 
 
-def load_shipped_draft(target, path: pathlib.Path):
+def load_shipped_draft(target, path: pathlib.Path, packed: bool = True):
     """The distilled draft in models/draft: its own decoder layers and final norm (safetensors),
     everything else borrowed from the target at load time."""
     from safetensors.torch import load_file
@@ -156,7 +164,11 @@ def load_shipped_draft(target, path: pathlib.Path):
     if "head.ids" in state:  # a reduced-vocabulary head of its own; otherwise the target's head
         head = SubsetHead(state["head.weight"].to(dev, dtype), state["head.ids"].to(dev), target.config.vocab_size)
         head.requires_grad_(False)
-    return _assemble(target, n, layers.to(dev, dtype), norm.to(dev, dtype), head)
+    draft = _assemble(target, n, layers.to(dev, dtype), norm.to(dev, dtype), head)
+    if packed:
+        from .packed import pack_linears
+        pack_linears(draft)  # its own layers and head; the borrowed target modules are packed already
+    return draft
 
 
 def make_drafter(kind: str, pair=None, target=None, early_exit_layers: int = 4):
