@@ -3,13 +3,16 @@
 Recipe (seeded, CPU-friendly; uses CUDA when present):
   1. prompts: task templates x subjects -> several hundred chat prompts; held-out subjects never
      enter training and are used only for evaluation;
-  2. data: the target answers each prompt (sampling at several temperatures), and one teacher-forced
-     target forward over each answer stores its top-k next-token log-probs — the soft labels;
+  2. data: the target answers each prompt `--answers-per-prompt` times, each at a different
+     temperature, and one teacher-forced target forward over each answer stores its top-k next-token
+     log-probs — the soft labels;
   3. train: a draft with the target's own config but `--layers` decoder layers (initialised from
-     target layers `--init`), sharing the target's frozen embedding, rotary table and tied head; the
-     loss is the cross-entropy of the draft's distribution against the target's top-k distribution;
-  4. export: only the draft's own weights (layers + final norm) as bf16 safetensors in models/draft.
-Evaluate with `python -m specviz.bench --draft-card`.
+     target layers `--init`), sharing the target's frozen embedding and rotary table; the
+     loss is the cross-entropy of the draft's distribution against the target's top-k distribution
+     (renormalised over the draft's reduced head), `--steps` AdamW steps with a cosine-decayed rate;
+  4. export: only the draft's own weights (layers, final norm, reduced head) as bf16 safetensors in
+     models/draft.
+Evaluate on held-out prompts with `python -m specviz.distill eval`.
 """
 from __future__ import annotations
 
@@ -67,27 +70,36 @@ def chat_ids(tok, prompt: str) -> list[int]:
 
 
 @torch.inference_mode()
-def make_data(target, tok, prompt_list, max_new: int, temperatures, topk: int, batch: int, seed: int):
+def data_jobs(prompt_list, temperatures, answers_per_prompt: int) -> list[tuple[str, float]]:
+    """(prompt, temperature) in cache order: round r gives prompt i temperature i + r (mod the list),
+    so a prompt's answers all differ in temperature; a longer run extends a shorter run's cache."""
+    return [(p, temperatures[(i + r) % len(temperatures)])
+            for r in range(answers_per_prompt) for i, p in enumerate(prompt_list)]
+
+
+@torch.inference_mode()
+def make_data(target, tok, jobs, max_new: int, topk: int, batch: int, seed: int):
     """Target answers (batched, left-padded) then one teacher-forced pass storing top-k log-probs."""
     torch.manual_seed(seed)
     tok.padding_side = "left"
     records = []
-    jobs = [(p, temperatures[i % len(temperatures)]) for i, p in enumerate(prompt_list)]
-    jobs.sort(key=lambda j: j[1])
+    order = sorted(range(len(jobs)), key=lambda j: jobs[j][1])  # stable: cache order within a temperature
+    jobs = [(jobs[j][0], jobs[j][1], j) for j in order]
     # one temperature per generate() batch
     groups = [list(g) for _, g in itertools.groupby(jobs, key=lambda j: j[1])]
+    by_job = {}
     batches = [g[s:s + batch] for g in groups for s in range(0, len(g), batch)]
     done = 0
     for chunk in batches:
         temp = chunk[0][1]
-        enc = [chat_ids(tok, p) for p, _ in chunk]
+        enc = [chat_ids(tok, p) for p, _, _ in chunk]
         width = max(map(len, enc))
         pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
         ids = torch.tensor([[pad] * (width - len(e)) + e for e in enc], device=target.device)
         mask = torch.tensor([[0] * (width - len(e)) + [1] * len(e) for e in enc], device=target.device)
         kw = dict(do_sample=True, temperature=temp, top_k=0, top_p=1.0) if temp > 0 else dict(do_sample=False)
         out = target.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_new, pad_token_id=pad, **kw)
-        for row, e in zip(out, enc):
+        for row, e, (_, _, j) in zip(out, enc, chunk):
             answer = row[width:].tolist()
             if pad in answer:  # cut at EOS (inclusive)
                 answer = answer[:answer.index(pad) + 1]
@@ -95,10 +107,26 @@ def make_data(target, tok, prompt_list, max_new: int, temperatures, topk: int, b
             logits = target(input_ids=torch.tensor([seq], device=target.device)).logits[0].float()
             logp = torch.log_softmax(logits[len(e) - 1:-1], -1)  # positions that predict the answer
             v, i = torch.topk(logp, topk, -1)
-            records.append({"ids": seq, "start": len(e), "top_logp": v.half().cpu(), "top_ids": i.int().cpu()})
+            by_job[j] = {"ids": seq, "start": len(e), "top_logp": v.half().cpu(), "top_ids": i.int().cpu(),
+                         "temperature": temp}
         done += len(chunk)
-        print(f"  data {done}/{len(jobs)} prompts", flush=True)
-    return records
+        print(f"  data {done}/{len(jobs)} answers", flush=True)
+    return [by_job[j] for j in range(len(jobs))]
+
+
+def cache_in_job_order(records, jobs, tok):
+    """Caches written before answers carried their temperature were sorted by temperature; put such a
+    cache (one answer per prompt) back in job order by matching each answer's prompt tokens."""
+    if not records or "temperature" in records[0]:
+        return records
+    by_prompt = {tuple(r["ids"][:r["start"]]): r for r in records}
+    ordered = []
+    for prompt, temp in jobs:
+        r = by_prompt.pop(tuple(chat_ids(tok, prompt)), None)
+        if r is None:
+            break
+        ordered.append(r | {"temperature": temp})
+    return ordered
 
 
 def head_subset(records, size: int, eos: int) -> torch.Tensor:
@@ -131,7 +159,11 @@ def build_draft(target, layers: int, init: list[int], head_ids: torch.Tensor | N
     return _assemble(target, layers, own, copy.deepcopy(target.model.norm), head)
 
 
-def train(draft, records, minutes: float, lr: float, batch: int, seed: int, log_every: int = 25):
+def train(draft, records, steps: int, minutes: float, lr: float, batch: int, seed: int, log_every: int = 25):
+    """`steps` AdamW steps with the learning rate decaying on a cosine to lr/10 (a constant rate left the
+    loss noisy at the end); `minutes` > 0 caps the time as well."""
+    import math
+
     params = list(draft.model.layers.parameters()) + list(draft.model.norm.parameters())
     from .drafters import SubsetHead
 
@@ -143,10 +175,12 @@ def train(draft, records, minutes: float, lr: float, batch: int, seed: int, log_
         p.requires_grad_(True)
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
     rng = random.Random(seed)
-    deadline = time.time() + minutes * 60
+    deadline = time.time() + minutes * 60 if minutes > 0 else float("inf")
     step, order = 0, []
     draft.train()
-    while time.time() < deadline:
+    while step < steps and time.time() < deadline:
+        for group in opt.param_groups:
+            group["lr"] = lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / steps)))
         if not order:
             order = list(range(len(records)))
             rng.shuffle(order)
@@ -206,7 +240,10 @@ def main(argv=None) -> int:
     ap.add_argument("--temperatures", default="0,0.7,1.0")
     ap.add_argument("--topk", type=int, default=32)
     ap.add_argument("--gen-batch", type=int, default=16)
-    ap.add_argument("--minutes", type=float, default=20.0, help="training time budget")
+    ap.add_argument("--answers-per-prompt", type=int, default=2,
+                    help="answers per prompt, each at a different temperature from --temperatures")
+    ap.add_argument("--steps", type=int, default=2400, help="training steps (cosine learning-rate decay over them)")
+    ap.add_argument("--minutes", type=float, default=0.0, help="also stop training after this long (0: no cap)")
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--seed", type=int, default=0)
@@ -227,30 +264,37 @@ def main(argv=None) -> int:
     if a.prompts:
         plist = plist[:a.prompts]
     temps = [float(t) for t in a.temperatures.split(",")]
+    jobs = data_jobs(plist, temps, a.answers_per_prompt)
     records = []
     if data_path.is_file() and not a.regenerate:
-        # answers are cached in prompt order: only prompts beyond the cache are generated
-        records = torch.load(data_path, weights_only=False)
+        # answers are cached in job order: only jobs beyond the cache are generated
+        records = cache_in_job_order(torch.load(data_path, weights_only=False), jobs, tok)
         print(f"data: {len(records)} answers from {data_path}")
-    if len(records) < len(plist):
-        todo = plist[len(records):]
-        print(f"data: {len(todo)} more prompts, temperatures {temps}, {a.max_new_tokens} new tokens each")
-        records += make_data(target, tok, todo, a.max_new_tokens, temps, a.topk, a.gen_batch, a.seed + len(records))
+    if len(records) < len(jobs):
+        todo = jobs[len(records):]
+        print(f"data: {len(todo)} more answers, temperatures {temps}, {a.max_new_tokens} new tokens each")
+        # generation needs no gradients and no weights read back: the packed (fast) target does it
+        gen, _ = load_target()
+        records += make_data(gen, tok, todo, a.max_new_tokens, a.topk, a.gen_batch, a.seed + len(records))
+        del gen
         data_path.parent.mkdir(parents=True, exist_ok=True)
         torch.save(records, data_path)
-    records = records[:len(plist)]
+    records = records[:len(jobs)]
     n_tokens = sum(len(r["ids"]) - r["start"] for r in records)
     t_data = time.time() - t0
     print(f"data ready: {n_tokens} answer tokens in {t_data:.0f} s")
     init = [int(x) for x in a.init.split(",")]
     head_ids = head_subset(records, a.head_vocab, tok.eos_token_id) if a.head_vocab else None
     draft = build_draft(target, a.layers, init, head_ids)
-    steps = train(draft, records, a.minutes, a.lr, a.batch, a.seed)
+    t_train = time.time()
+    steps = train(draft, records, a.steps, a.minutes, a.lr, a.batch, a.seed)
     meta = {"num_hidden_layers": a.layers, "init_from_target_layers": init[:a.layers],
             "shares_with_target": ["embed_tokens", "rotary_emb"] + ([] if a.head_vocab else ["lm_head"]),
             "head_vocab": a.head_vocab or None, "dtype": "bfloat16",
             "train": {"answers": len(records), "answer_tokens": n_tokens, "temperatures": temps, "topk": a.topk,
-                      "steps": steps, "batch": a.batch, "lr": a.lr, "minutes": a.minutes, "seed": a.seed,
+                      "answers_per_prompt": a.answers_per_prompt,
+                      "steps": steps, "batch": a.batch, "lr": a.lr, "lr_schedule": "cosine to 0.1x",
+                      "minutes": round((time.time() - t_train) / 60, 1), "seed": a.seed,
                       "device": str(target.device), "threads": torch.get_num_threads()}}
     export(draft, pathlib.Path(a.out), meta)
     print(f"exported to {a.out} after {time.time() - t0:.0f} s")
@@ -298,26 +342,28 @@ def evaluate(target, tok, draft, n_prompts: int = 16, max_new: int = 64, ks=(2, 
     ctx = ids_list[0] + [tok.eos_token_id] * 0
     t1, d1 = forward_ms(target, ctx, 1), forward_ms(draft, ctx, 1)
     out["target_ms"], out["draft_ms"], out["c"] = t1, d1, d1 / t1
-    # wall clock: our speculative greedy (best K above) vs our plain greedy, interleaved, median of 2
-    best = max(ks, key=lambda k: out[f"K={k}"]["mean_acceptance_length"] / (k * out["c"] + 1))
-    plain_t, spec_t, same = [], [], True
+    # wall clock: our speculative greedy at each K vs our plain greedy, interleaved per prompt, median of 2
+    plain_t, spec_t, same = [], {k: [] for k in ks}, True
     for ids in ids_list:
-        tp, ts = [], []
+        tp, ts = [], {k: [] for k in ks}
         for _ in range(2):
             t = time.perf_counter()
             _, rp = run_steps(greedy_steps(target, tok, ids, max_new))
             tp.append(time.perf_counter() - t)
-            t = time.perf_counter()
-            _, rs = run_steps(speculative_steps(target, ModelDrafter(draft), tok, ids, max_new, best))
-            ts.append(time.perf_counter() - t)
-            same &= rs.token_ids == rp.token_ids
+            for k in ks:
+                t = time.perf_counter()
+                _, rs = run_steps(speculative_steps(target, ModelDrafter(draft), tok, ids, max_new, k))
+                ts[k].append(time.perf_counter() - t)
+                same &= rs.token_ids == rp.token_ids
         plain_t.append(statistics.median(tp))
-        spec_t.append(statistics.median(ts))
-    out["speedup_K"] = best
-    out["speedup"] = sum(plain_t) / sum(spec_t)
-    out["identical"] = same
-    log(f"  sampling acceptance {out['sampling_acceptance_T1']:.3f}; c = {out['c']:.3f}; "
-        f"speedup at K={best}: {out['speedup']:.2f}x (identical: {same})")
+        for k in ks:
+            spec_t[k].append(statistics.median(ts[k]))
+    for k in ks:
+        out[f"K={k}"]["speedup"] = sum(plain_t) / sum(spec_t[k])
+    best = max(ks, key=lambda k: out[f"K={k}"]["speedup"])
+    out["speedup_K"], out["speedup"], out["identical"] = best, out[f"K={best}"]["speedup"], same
+    log(f"  sampling acceptance {out['sampling_acceptance_T1']:.3f}; c = {out['c']:.3f}; speedup "
+        + ", ".join(f"K={k} {out[f'K={k}']['speedup']:.2f}x" for k in ks) + f" (identical: {same})")
     return out
 
 

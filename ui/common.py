@@ -88,7 +88,9 @@ def sidebar() -> Settings:
         st.text_input("Draft (Hub id or local folder; empty = default)", value=draft, key="w_draft",
                       on_change=_copy("w_draft", "s_draft"))
     device = str(pick_device())
-    sb.caption(f"Device: **{device}**")
+    from specviz import packed
+    sb.caption(f"Device: **{device}**" + (" · linear layers packed for oneDNN" if device == "cpu" and packed.available()
+                                          else ""))
     return Settings(prompt, chat, target.strip() or None, draft.strip() or None, device)
 
 
