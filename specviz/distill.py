@@ -322,11 +322,16 @@ def evaluate(target, tok, draft, n_prompts: int = 16, max_new: int = 64, ks=(2, 
     # greedy acceptance and mean acceptance length per K
     for k in ks:
         acc = dec = toks = passes = 0
+        reached, accepted = [0] * k, [0] * k
         for ids in ids_list:
             _, r = run_steps(speculative_steps(target, ModelDrafter(draft), tok, ids, max_new, k))
             acc, dec = acc + r.counters.accepted, dec + r.counters.decided
             toks, passes = toks + len(r.token_ids), passes + r.counters.target_passes
-        out[f"K={k}"] = {"greedy_acceptance": acc / dec, "mean_acceptance_length": toks / passes}
+            for i, (n_r, n_a) in enumerate(zip(r.counters.reached_at, r.counters.accepted_at)):
+                reached[i], accepted[i] = reached[i] + n_r, accepted[i] + n_a
+        # acceptance by draft position: P(position i accepted | positions before it were)
+        out[f"K={k}"] = {"greedy_acceptance": acc / dec, "mean_acceptance_length": toks / passes,
+                         "by_position": [round(a / n, 3) if n else None for a, n in zip(accepted, reached)]}
         log(f"  K={k}: acceptance {acc / dec:.3f}, tokens/pass {toks / passes:.2f}")
     # sampling acceptance at T = 1: mean over positions of sum_x min(p, q) = 1 - TV(p, q)
     overlaps = []
