@@ -99,6 +99,6 @@ st.markdown(
     "much as one step. On a CPU that holds only if the matrix code streams the weights once for all K+1 rows. "
     "PyTorch's plain `nn.Linear` on CPU does not quite: it re-packs each weight on every call, and on this "
     "project's 2-core machine a 5-token forward of the 135M target took 1.4–1.9 single steps. SpecViz packs the "
-    "weights once for oneDNN when it loads a model on CPU (`specviz/packed.py`): one step got 2.3× faster and a "
+    "weights once for oneDNN when it loads a model on CPU (`specviz/packed.py`): one step got about 2× faster (1.9× for greedy in the benchmark) and a "
     "5-token verify pass costs 1.1–1.3 steps, which is what turns the distilled draft from a slowdown into a "
     "speedup here. Toggle the measured v above to see this machine's numbers.")

@@ -96,20 +96,18 @@ class SubsetHead(torch.nn.Module):
 
     def __init__(self, weight: torch.Tensor, ids: torch.Tensor, vocab_size: int):
         super().__init__()
-        self.weight = torch.nn.Parameter(weight)
+        # a plain nn.Linear, so pack_linears packs it like any other layer on CPU
+        self.proj = torch.nn.Linear(weight.shape[1], weight.shape[0], bias=False, device=weight.device, dtype=weight.dtype)
+        self.proj.weight = torch.nn.Parameter(weight)
         self.register_buffer("ids", ids.long(), persistent=True)
         self.vocab_size = vocab_size
-        self.packed = None  # a PackedLinear over the same rows once pack() ran (CPU inference)
 
-    def pack(self) -> int:
-        from .packed import PackedLinear
-
-        if self.packed is None:
-            self.packed = PackedLinear(self.weight)
-        return 1
+    @property
+    def weight(self) -> torch.Tensor:
+        return self.proj.weight
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        sub = self.packed(hidden) if self.packed is not None else torch.nn.functional.linear(hidden, self.weight)
+        sub = self.proj(hidden)
         out = torch.full((*sub.shape[:-1], self.vocab_size), float("-inf"), dtype=sub.dtype, device=sub.device)
         out[..., self.ids] = sub
         return out

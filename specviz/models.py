@@ -140,7 +140,7 @@ def load_tokenizer(path: pathlib.Path):
 
 def load_model(path: pathlib.Path, device: torch.device, packed: bool = True):
     """A causal LM from safetensors, in eval mode. packed: on CPU in fp32, swap its linear layers for
-    oneDNN-packed ones (specviz/packed.py: 2.3x faster steps, verify passes as cheap as a step)."""
+    oneDNN-packed ones (specviz/packed.py: ~2x faster steps, verify passes about as cheap as a step)."""
     from transformers import AutoModelForCausalLM
 
     if not any(path.glob("*.safetensors")):

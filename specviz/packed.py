@@ -57,8 +57,7 @@ def wanted(model: torch.nn.Module) -> bool:
 
 @torch.inference_mode()
 def pack_linears(model: torch.nn.Module) -> int:
-    """Swap every nn.Linear of a CPU fp32 model for a PackedLinear, in place; returns how many.
-    Modules with their own projection (the draft's reduced head) expose `pack()`."""
+    """Swap every nn.Linear of a CPU fp32 model for a PackedLinear, in place; returns how many."""
     if not wanted(model):
         return 0
     count = 0
@@ -67,6 +66,4 @@ def pack_linears(model: torch.nn.Module) -> int:
             if isinstance(child, torch.nn.Linear):
                 setattr(parent, name, PackedLinear(child.weight, child.bias))
                 count += 1
-            elif hasattr(child, "pack") and not isinstance(child, PackedLinear):
-                count += child.pack()
     return count

@@ -64,5 +64,5 @@ def test_shipped_draft_is_packed_and_still_shares_the_embedding(pair):
     own = [m for m in pair.draft.model.layers.modules() if isinstance(m, packed.PackedLinear)]
     assert len(own) == 7 * pair.draft.config.num_hidden_layers
     head = pair.draft.lm_head
-    if hasattr(head, "pack"):
-        assert isinstance(head.packed, packed.PackedLinear)
+    if hasattr(head, "proj"):  # the reduced head is packed too
+        assert isinstance(head.proj, packed.PackedLinear)
