@@ -37,8 +37,8 @@ st.page_link("pages/3_Speedup_lab.py", label="Speedup lab — (1 − a^(K+1)) / 
              "real runs beside the theory", icon="📈")
 st.page_link("pages/4_Lossless_lab.py", label="Lossless lab — why the output is exactly p: shape p and q, see the "
              "residual, and the classic mistakes", icon="⚖️")
-st.page_link("pages/5_Drafter_comparison.py", label="Drafter comparison — distilled draft vs n-gram vs an untrained "
-             "early exit, with real speedups (and slowdowns)", icon="🏁")
+st.page_link("pages/5_Drafter_comparison.py", label="Drafter comparison — a draft reading the target's hidden "
+             "state vs a token-only distilled draft vs n-gram vs an untrained early exit, with real speedups (and slowdowns)", icon="🏁")
 st.page_link("pages/6_Interview_QA.py", label="Interview Q&A — 30+ questions, misconceptions, a self-graded quiz",
              icon="🎓")
 st.caption("Each page keeps its own run per browser tab: two tabs never share a cursor.")

@@ -4,7 +4,7 @@ import streamlit as st
 
 from ui.common import bounded, controls, encode, get_pair, get_replay, play_interval, play_tick, sidebar
 
-from specviz.drafters import make_drafter
+from specviz.drafters import LABELS, drafter_choices, make_drafter
 from specviz.figures import spec_cycle as F
 from specviz.metrics import spec_phases, spec_stages, spec_summary
 from specviz.sampling import SamplingConfig
@@ -26,15 +26,14 @@ if "sp_url" not in st.session_state:  # ?mode=sampling&drafter=ngram on a first 
     st.session_state["sp_url"] = True
     if st.query_params.get("mode") == "sampling":
         st.session_state["sp_mode"] = "rejection sampling"
-    url_drafter = {"ngram": "n-gram lookup", "model": "draft model", "early-exit": "early exit (untrained)"}
-    if st.query_params.get("drafter") in url_drafter:
-        st.session_state["sp_drafter"] = url_drafter[st.query_params["drafter"]]
+    if st.query_params.get("drafter") in LABELS:
+        st.session_state["sp_drafter"] = LABELS[st.query_params["drafter"]]
 c1, c2, c3, c4 = st.columns(4)
 k = c1.slider("K (draft tokens per cycle)", 1, 16, key="sp_k")
-drafters = (["draft model"] if pair.draft is not None else []) + ["n-gram lookup", "early exit (untrained)"]
+drafters = drafter_choices(pair)
 if st.session_state.get("sp_drafter") not in drafters:  # e.g. a link asked for a draft this pair lacks
-    st.session_state["sp_drafter"] = drafters[0]
-drafter_name = c2.selectbox("Drafter", drafters, key="sp_drafter")
+    st.session_state["sp_drafter"] = next(iter(drafters))
+drafter_name = c2.selectbox("Drafter", list(drafters), key="sp_drafter")
 mode = c3.radio("Verification", ["greedy match", "rejection sampling"], key="sp_mode", horizontal=True)
 max_new = c4.slider("Max new tokens", 8, 128, key="sp_max")
 c5, c6, c7, c8 = st.columns(4)
@@ -50,7 +49,7 @@ if drafter_name.startswith("early exit"):
 
 ids = encode(pair, settings, max_new)
 cfg = SamplingConfig(temperature if sampling else 0.0, 0, top_p if sampling else 1.0, int(seed) if sampling else 0)
-kind = {"draft model": "model", "n-gram lookup": "ngram"}.get(drafter_name, "early-exit")
+kind = drafters[drafter_name]
 params = (tuple(ids), k, kind, ee_layers, cfg, dynamic, max_new, settings.target, settings.draft)
 
 
@@ -88,6 +87,13 @@ def view():
         st.plotly_chart(F.resolution(cycle), key="resolve_fig")
     if "cache" in upto:
         st.plotly_chart(F.cache_strip(cycle), key="cache_fig")
+        if kind == "feature":
+            st.caption("The feature draft keeps only positions it built from the target's real hidden states; the "
+                       "ones it built on its own guesses are dropped and rebuilt next cycle from the states this "
+                       "verify pass computed.")
+    if kind == "feature" and cycle.prefill:
+        st.caption("Before this first cycle the target ran one prefill pass over the prompt: the feature draft "
+                   "reads the target's hidden states, so it cannot draft before they exist (counted as a target pass).")
 
     done = replay.shown() if "resolve" in upto else replay.shown()[:-1]
     tok = pair.tokenizer

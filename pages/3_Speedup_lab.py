@@ -3,7 +3,7 @@ import streamlit as st
 
 from ui.common import encode, get_pair, sidebar
 
-from specviz.drafters import make_drafter
+from specviz.drafters import drafter_choices, make_drafter
 from specviz.figures import speedup as F
 from specviz.measure import forward_ms, speculative_vs_plain
 from specviz.theory import best_k, expected_tokens, walltime_improvement
@@ -55,14 +55,15 @@ right.plotly_chart(F.improvement(a, c, v_of_k, measured=points), key="sl_improve
 st.subheader("Measure it on the current prompt")
 pair = get_pair(settings)
 d1, d2, d3 = st.columns(3)
-kinds = (["draft model"] if pair.draft is not None else []) + ["n-gram lookup", "early exit (untrained)"]
-drafter_name = d1.selectbox("Drafter", kinds, key="sl_drafter")
+kinds = drafter_choices(pair)
+if st.session_state.get("sl_drafter") not in kinds:
+    st.session_state.pop("sl_drafter", None)
+drafter_name = d1.selectbox("Drafter", list(kinds), key="sl_drafter")
 mk = d2.slider("K for the measurement", 1, 16, 4, key="sl_mk")
 max_new = d3.slider("New tokens", 16, 128, 48, key="sl_max")
 if st.button("Run plain and speculative decoding", type="primary", key="sl_run"):
     ids = encode(pair, settings, max_new)
-    kind = {"draft model": "model", "n-gram lookup": "ngram"}.get(drafter_name, "early-exit")
-    drafter = make_drafter(kind, pair, early_exit_layers=4)
+    drafter = make_drafter(kinds[drafter_name], pair, early_exit_layers=4)
     bar = st.progress(0.0, text="starting…")
     res = speculative_vs_plain(pair.target, drafter, pair.tokenizer, ids, max_new, mk,
                                progress=lambda f, msg: bar.progress(f, text=msg),

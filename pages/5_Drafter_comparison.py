@@ -1,10 +1,10 @@
-"""The distilled draft, n-gram lookup and an untrained early exit on the same prompt."""
+"""The feature draft, the distilled draft, n-gram lookup and an untrained early exit on the same prompt."""
 import pandas as pd
 import streamlit as st
 
 from ui.common import encode, get_pair, sidebar
 
-from specviz.drafters import make_drafter
+from specviz.drafters import FEATURE_LABEL, make_drafter
 from specviz.figures.drafters import speedup_bars
 from specviz.measure import compare_drafters
 
@@ -14,6 +14,18 @@ st.title("Drafter comparison")
 st.caption("Speculative decoding is only as good as its drafter. Same prompt, same K, greedy verification "
            "(so every output is identical): only the speed differs.")
 pair = get_pair(settings)
+with st.expander("The drafters", expanded=False):
+    st.markdown(
+        "- **Feature draft (EAGLE-style)** — one decoder layer that reads the embedding of "
+        "each token *and* the target's own hidden states at the position before (layers 10, 20 and the final one, "
+        "which the verify pass computes anyway), and drafts by feeding its own output back in their place. "
+        "Rolled back to the target's real states after every verify pass. `specviz/eagle.py`.\n"
+        "- **Draft model** — a token-only one-layer draft distilled on the target's outputs: a tiny language model "
+        "of its own. It also runs in `transformers` assisted generation.\n"
+        "- **n-gram lookup** — no model: copies what followed the last few tokens earlier in the text. Free, "
+        "and strong when the answer repeats the prompt.\n"
+        "- **Early exit (untrained)** — the target's first L layers with its head: cheap but rarely right, "
+        "the honest *bad* drafter.")
 c1, c2, c3 = st.columns(3)
 K = c1.slider("K", 1, 16, 4, key="dc_k")
 L = c2.slider("Early-exit layers L", 1, pair.target.config.num_hidden_layers - 1, 4, key="dc_l")
@@ -21,6 +33,8 @@ max_new = c3.slider("New tokens", 16, 128, 48, key="dc_max")
 if st.button("Run all drafters", type="primary", key="dc_run"):
     ids = encode(pair, settings, max_new)
     drafters = {}
+    if pair.feature_draft is not None:
+        drafters[FEATURE_LABEL] = lambda: make_drafter("feature", pair)
     if pair.draft is not None:
         drafters[f"draft model ({pair.draft_name})"] = lambda: make_drafter("model", pair)
     drafters["n-gram lookup"] = lambda: make_drafter("ngram")

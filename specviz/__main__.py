@@ -18,8 +18,8 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--length-penalty", type=float, default=1.0)
     d.add_argument("--k", type=int, default=4, help="draft tokens per cycle")
     d.add_argument("--dynamic-k", action="store_true")
-    d.add_argument("--drafter", choices=["model", "ngram", "early-exit"], default=None,
-                   help="default: the draft model when one is loaded, else n-gram lookup")
+    d.add_argument("--drafter", choices=["feature", "model", "ngram", "early-exit"], default=None,
+                   help="default: the feature draft (embedded target), else the draft model, else n-gram lookup")
     d.add_argument("--early-exit-layers", type=int, default=4)
     d.add_argument("--temperature", type=float, default=None,
                    help="0 = greedy; default 0 for greedy/beam/speculative, 1 for sample")
@@ -52,7 +52,7 @@ def _check(a) -> None:
 
 def decode(a) -> dict:
     from .beam import beam_steps
-    from .drafters import make_drafter
+    from .drafters import drafter_choices, make_drafter
     from .greedy import greedy_steps
     from .models import load_pair, load_target
     from .prompting import context_size, encode_prompt
@@ -78,7 +78,7 @@ def decode(a) -> dict:
             return run_steps(greedy_steps(model, tok, ids, a.max_new_tokens, c))[1]
         if a.method == "beam":
             return run_steps(beam_steps(model, tok, ids, a.num_beams, a.max_new_tokens, a.length_penalty))[1]
-        kind = a.drafter or ("model" if pair.draft is not None else "ngram")
+        kind = a.drafter or next(iter(drafter_choices(pair).values()))  # the best this pair has
         drafter = make_drafter(kind, pair, early_exit_layers=a.early_exit_layers)
         return run_steps(speculative_steps(model, drafter, tok, ids, a.max_new_tokens, a.k, c, a.dynamic_k))[1]
 

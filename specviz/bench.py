@@ -19,6 +19,7 @@ import torch
 
 from .distill import chat_ids
 from .drafters import ModelDrafter, NgramDrafter
+from .eagle import FeatureDrafter
 from .greedy import greedy_steps
 from .models import load_pair
 from .packed import PackedLinear
@@ -50,6 +51,8 @@ def configs(pair, ks, dynamic_k: bool, hf_peers: bool, sampling: bool, unpacked=
     out["hf greedy"] = hf()
     out["ours greedy"] = lambda ids, n: (lambda r: (r.token_ids, r.counters))(run_steps(greedy_steps(tgt, tok, ids, n))[1])
     drafters = [("ngram", NgramDrafter)] + ([("model", lambda: ModelDrafter(pair.draft))] if pair.draft is not None else [])
+    if pair.feature_draft is not None:  # transformers has no way to run it: no HF peer row
+        drafters.append(("feature", lambda: FeatureDrafter(pair.feature_draft)))
     for dname, make in drafters:
         for k in ks:
             out[f"spec {dname} K={k}"] = (lambda make, k: lambda ids, n: (lambda r: (r.token_ids, r.counters))(
@@ -59,7 +62,7 @@ def configs(pair, ks, dynamic_k: bool, hf_peers: bool, sampling: bool, unpacked=
                     out[f"hf assisted K={k}"] = hf(assistant_model=pair.draft, num_assistant_tokens=k,
                                                    num_assistant_tokens_schedule="constant",
                                                    assistant_confidence_threshold=0.0)
-                else:
+                elif dname == "ngram":
                     out[f"hf prompt-lookup K={k}"] = hf(prompt_lookup_num_tokens=k)
         if dynamic_k:
             out[f"spec {dname} dynamic"] = (lambda make: lambda ids, n: (lambda r: (r.token_ids, r.counters))(
@@ -74,9 +77,9 @@ def configs(pair, ks, dynamic_k: bool, hf_peers: bool, sampling: bool, unpacked=
         s_cfg = SamplingConfig(temperature=1.0, seed=0)
         out["ours sample T=1"] = lambda ids, n: (lambda r: (r.token_ids, r.counters))(
             run_steps(greedy_steps(tgt, tok, ids, n, s_cfg))[1])
-        make = (lambda: ModelDrafter(pair.draft)) if pair.draft is not None else NgramDrafter
+        best = drafters[-1][1]  # the feature draft, else the draft model, else n-gram
         out["spec sample T=1 K=4"] = lambda ids, n: (lambda r: (r.token_ids, r.counters))(
-            run_steps(speculative_steps(tgt, make(), tok, ids, n, 4, s_cfg))[1])
+            run_steps(speculative_steps(tgt, best(), tok, ids, n, 4, s_cfg))[1])
     return out
 
 
@@ -137,6 +140,8 @@ def run_bench(prompts, max_new: int, repeats: int, ks, dynamic_k=True, hf_peers=
     verify = {k: forward_ms(pair.target, ctx, k + 1) for k in sorted(set(ks) | {4})}
     d1 = forward_ms(pair.draft, ctx, 1) if pair.draft is not None else None
     c = d1 / t1 if d1 else 0.0
+    f1 = forward_ms(pair.feature_draft, ctx, 1) if pair.feature_draft is not None else None
+    c_feature = f1 / t1 if f1 else 0.0
     unpacked_ms = None
     if plain is not None:
         unpacked_ms = {"target_1": forward_ms(plain.target, ctx, 1), "target_5": forward_ms(plain.target, ctx, 5),
@@ -161,7 +166,7 @@ def run_bench(prompts, max_new: int, repeats: int, ks, dynamic_k=True, hf_peers=
                     "per_position": [round(x / y, 3) if y else None for x, y in zip(acc, reached)]}
             if "K=" in name and "sample" not in name:
                 k = int(name.split("K=")[1])
-                ck = c if " model " in name else 0.0
+                ck = c if " model " in name else c_feature if " feature " in name else 0.0
                 v = verify[k] / t1
                 row |= {"k": k, "c": ck, "v": v, "tau": expected_tokens(a, k),
                         "leviathan_bound": walltime_improvement(a, k, ck),
@@ -176,7 +181,7 @@ def run_bench(prompts, max_new: int, repeats: int, ks, dynamic_k=True, hf_peers=
             row["fraction_of_leviathan_bound"] = row["vs_ours_greedy"] / row["leviathan_bound"]
         if name.startswith("spec") and "K=" in name and "sample" not in name:
             k = name.split("K=")[1]
-            peer = f"hf assisted K={k}" if " model " in name else f"hf prompt-lookup K={k}"
+            peer = f"hf assisted K={k}" if " model " in name else f"hf prompt-lookup K={k}" if " ngram " in name else ""
             if peer in rows:
                 row["vs_hf_peer"] = row["tokens_per_s"] / rows[peer]["tokens_per_s"]
     if "ours sample T=1" in rows and "spec sample T=1 K=4" in rows:
@@ -197,7 +202,7 @@ def run_bench(prompts, max_new: int, repeats: int, ks, dynamic_k=True, hf_peers=
         "repeats": repeats, "draft": pair.draft_name, "rows": rows,
         "ngram_speedup_on_repeat_prompts": repeat_rows,
         "forward_ms": {"target_1": t1, "target_verify": {str(k + 1): v for k, v in verify.items()},
-                       "draft_1": d1, "c": c},
+                       "draft_1": d1, "c": c, "feature_draft_1": f1, "c_feature": c_feature},
         "packed": packed, "forward_ms_unpacked": unpacked_ms,
         "load_s": {"cached": load_cached, "cold": load_cold},
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
@@ -225,6 +230,8 @@ def table(res: dict) -> str:
         f"{n} tokens {v:.1f} (v={v / fm['target_1']:.2f})" for n, v in fm["target_verify"].items())]
     if fm["draft_1"]:
         lines.append(f"draft forward: {fm['draft_1']:.1f} ms -> c = {fm['c']:.3f}")
+    if fm.get("feature_draft_1"):
+        lines.append(f"feature draft forward: {fm['feature_draft_1']:.1f} ms -> c = {fm['c_feature']:.3f}")
     um, rows = res.get("forward_ms_unpacked"), res["rows"]
     if um:
         lines.append(f"unpacked nn.Linear forward (ms): 1 token {um['target_1']:.1f}; 5 tokens {um['target_5']:.1f} "

@@ -12,7 +12,12 @@ Recipe (seeded, CPU-friendly; uses CUDA when present):
      (renormalised over the draft's reduced head), `--steps` AdamW steps with a cosine-decayed rate;
   4. export: only the draft's own weights (layers, final norm, reduced head) as bf16 safetensors in
      models/draft.
-Evaluate on held-out prompts with `python -m specviz.distill eval`.
+`--kind feature` trains the feature draft (specviz/eagle.py) instead: it starts from the token draft in
+models/draft, reads the target's hidden states (one teacher-forced pass per answer, cached next to the
+data), and is trained on the same soft labels plus a regression of its output onto the target's next
+hidden state, with a second pass fed its own outputs (what drafting positions 2..K see); it exports to
+models/feature_draft.
+Evaluate on held-out prompts with `python -m specviz.distill eval [--draft models/feature_draft]`.
 """
 from __future__ import annotations
 
@@ -159,45 +164,68 @@ def build_draft(target, layers: int, init: list[int], head_ids: torch.Tensor | N
     return _assemble(target, layers, own, copy.deepcopy(target.model.norm), head)
 
 
-def train(draft, records, steps: int, minutes: float, lr: float, batch: int, seed: int, log_every: int = 25):
-    """`steps` AdamW steps with the learning rate decaying on a cosine to lr/10 (a constant rate left the
-    loss noisy at the end); `minutes` > 0 caps the time as well."""
-    import math
+def token_loss(draft, r: dict):
+    """A token-only draft's loss on one sequence: cross-entropy of q against the target's top-k
+    distribution (renormalised over what a reduced head covers), summed over answer positions."""
+    ids = torch.tensor([r["ids"]], device=draft.device)
+    n = len(r["ids"]) - r["start"]
+    logits = draft(input_ids=ids, logits_to_keep=n + 1).logits[0, :-1].float()
+    logq = torch.log_softmax(logits, -1)
+    t_logp = r["top_logp"].float().to(logq.device)
+    picked = logq.gather(-1, r["top_ids"].long().to(logq.device))
+    inside = torch.isfinite(picked)  # a reduced head cannot say tokens outside its subset
+    t_logp = t_logp.masked_fill(~inside, float("-inf"))
+    t_p = torch.nan_to_num(torch.softmax(t_logp, -1))  # target's top-k, renormalised over what q covers
+    return -(t_p * picked.masked_fill(~inside, 0.0)).sum(), n
 
-    params = list(draft.model.layers.parameters()) + list(draft.model.norm.parameters())
+
+def trainable(draft) -> list[torch.nn.Parameter]:
+    """Everything but the modules borrowed from the target (embedding, rotary, a shared head)."""
     from .drafters import SubsetHead
 
-    if isinstance(draft.lm_head, SubsetHead):
-        params += [draft.lm_head.weight]
+    lm = getattr(draft, "lm", draft)  # a feature draft wraps its one-layer Llama
+    own = list(lm.model.layers.parameters()) + list(lm.model.norm.parameters())
+    if hasattr(draft, "fc"):
+        own += list(draft.fc.parameters()) + (list(draft.fuse.parameters()) if draft.fuse is not None else [])
+    elif isinstance(lm.lm_head, SubsetHead):  # a token draft trains its reduced head; a feature draft
+        own += [lm.lm_head.weight]            # keeps the target's rows, as its features live in that space
+    return own
+
+
+def train(draft, records, steps: int, minutes: float, lr: float, batch: int, seed: int, loss_fn=None,
+          log_every: int = 25):
+    """`steps` AdamW steps with the learning rate decaying on a cosine to lr/10 (a constant rate left the
+    loss noisy at the end); `minutes` > 0 caps the time as well. loss_fn(index) -> (loss sum, tokens)."""
+    import math
+
+    loss_fn = loss_fn or (lambda i: token_loss(draft, records[i]))
+    params = trainable(draft)
     for p in draft.parameters():
         p.requires_grad_(False)
     for p in params:
         p.requires_grad_(True)
-    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
+    # a feature draft's input layers learn at 0.3x the rate: Adam moves every weight by ~lr per step
+    # whatever its gradient, and fc's feature half starts at zero beside a trained token path
+    slow = list(draft.fc.parameters()) + (list(draft.fuse.parameters()) if draft.fuse is not None else []) \
+        if hasattr(draft, "fc") else []
+    fast = [p for p in params if all(p is not q for q in slow)]
+    groups = [{"params": fast, "mult": 1.0}] + ([{"params": slow, "mult": 0.3}] if slow else [])
+    opt = torch.optim.AdamW(groups, lr=lr, weight_decay=0.0)
     rng = random.Random(seed)
     deadline = time.time() + minutes * 60 if minutes > 0 else float("inf")
     step, order = 0, []
     draft.train()
     while step < steps and time.time() < deadline:
         for group in opt.param_groups:
-            group["lr"] = lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / steps)))
+            group["lr"] = group["mult"] * lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / steps)))
         if not order:
             order = list(range(len(records)))
             rng.shuffle(order)
-        chunk = [records[order.pop()] for _ in range(min(batch, len(order)))]
+        chunk = [order.pop() for _ in range(min(batch, len(order)))]
         loss_sum, n_tok = 0.0, 0
         opt.zero_grad()
-        for r in chunk:  # one sequence at a time: no padding, exact positions
-            ids = torch.tensor([r["ids"]], device=draft.device)
-            n = len(r["ids"]) - r["start"]
-            logits = draft(input_ids=ids, logits_to_keep=n + 1).logits[0, :-1].float()
-            logq = torch.log_softmax(logits, -1)
-            t_logp = r["top_logp"].float().to(logq.device)
-            picked = logq.gather(-1, r["top_ids"].long().to(logq.device))
-            inside = torch.isfinite(picked)  # a reduced head cannot say tokens outside its subset
-            t_logp = t_logp.masked_fill(~inside, float("-inf"))
-            t_p = torch.nan_to_num(torch.softmax(t_logp, -1))  # target's top-k, renormalised over what q covers
-            loss = -(t_p * picked.masked_fill(~inside, 0.0)).sum()
+        for i in chunk:  # one sequence at a time: no padding, exact positions
+            loss, n = loss_fn(i)
             loss.backward()
             loss_sum += float(loss.detach())
             n_tok += n
@@ -233,8 +261,17 @@ def export(draft, out: pathlib.Path, meta: dict) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m specviz.distill", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--layers", type=int, default=2)
-    ap.add_argument("--init", default="0,1", help="comma-separated target layers to start from")
+    ap.add_argument("--kind", choices=["token", "feature"], default="token",
+                    help="token: a small LM over tokens (models/draft); feature: reads the target's hidden "
+                         "state, EAGLE-style (models/feature_draft, specviz/eagle.py)")
+    ap.add_argument("--layers", type=int, default=1)
+    ap.add_argument("--init", default="0", help="token draft: comma-separated target layers to start from")
+    ap.add_argument("--unroll", type=int, default=2, help="feature draft: passes fed with its own features")
+    ap.add_argument("--reg-weight", type=float, default=0.0, help="feature draft: weight of a regression of h onto the target feature")
+    ap.add_argument("--read-layers", default="10,20,last",
+                    help="feature draft: which target hidden states it reads (0 = embeddings, last = final normed)")
+    ap.add_argument("--token-draft", default=str(REPO_ROOT / "models" / "draft"),
+                    help="feature draft: the trained 1-layer token draft it starts from and shares its head with")
     ap.add_argument("--prompts", type=int, default=0, help="use only the first N training prompts (0: all)")
     ap.add_argument("--max-new-tokens", type=int, default=128)
     ap.add_argument("--temperatures", default="0,0.7,1.0")
@@ -242,16 +279,17 @@ def main(argv=None) -> int:
     ap.add_argument("--gen-batch", type=int, default=16)
     ap.add_argument("--answers-per-prompt", type=int, default=2,
                     help="answers per prompt, each at a different temperature from --temperatures")
-    ap.add_argument("--steps", type=int, default=2400, help="training steps (cosine learning-rate decay over them)")
+    ap.add_argument("--steps", type=int, default=None,
+                    help="training steps, cosine learning-rate decay over them (default: 2400 token, 1200 feature)")
     ap.add_argument("--minutes", type=float, default=0.0, help="also stop training after this long (0: no cap)")
-    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--lr", type=float, default=None, help="default: 1e-3 for token, 3e-4 for feature")
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--head-vocab", type=int, default=8192, help="reduced draft head size (0: share the full head)")
     ap.add_argument("--data", default=str(REPO_ROOT / "models" / "work" / "data.pt"),
                     help="cache of generated data (reused when present and --regenerate is off)")
     ap.add_argument("--regenerate", action="store_true")
-    ap.add_argument("--out", default=str(REPO_ROOT / "models" / "draft"))
+    ap.add_argument("--out", default=None, help="default: models/draft or models/feature_draft")
     a = ap.parse_args(argv)
     torch.manual_seed(a.seed)
     t0 = time.time()
@@ -283,21 +321,45 @@ def main(argv=None) -> int:
     n_tokens = sum(len(r["ids"]) - r["start"] for r in records)
     t_data = time.time() - t0
     print(f"data ready: {n_tokens} answer tokens in {t_data:.0f} s")
+    feature = a.kind == "feature"
     init = [int(x) for x in a.init.split(",")]
     head_ids = head_subset(records, a.head_vocab, tok.eos_token_id) if a.head_vocab else None
-    draft = build_draft(target, a.layers, init, head_ids)
+    loss_fn = None
+    if feature:
+        from . import eagle
+
+        n_layers = target.config.num_hidden_layers
+        layers_read = [int(x) if x != "last" else n_layers for x in a.read_layers.split(",")]
+        feats = eagle.cached_features(data_path.with_name("feats.pt"), records, layers_read, load_target, log=print)
+        token_draft = pathlib.Path(a.token_draft)
+        draft = eagle.from_token_draft(target, token_draft, layers_read)
+        loss_fn = lambda i: eagle.sequence_loss(draft, records[i], feats[i], a.reg_weight, a.unroll)  # noqa: E731
+    else:
+        draft = build_draft(target, a.layers, init, head_ids)
     t_train = time.time()
-    steps = train(draft, records, a.steps, a.minutes, a.lr, a.batch, a.seed)
+    lr = a.lr or (3e-4 if feature else 1e-3)  # a feature draft starts from a trained one: a gentler rate
+    steps = train(draft, records, a.steps or (1200 if feature else 2400), a.minutes, lr, a.batch, a.seed, loss_fn)
+    train_meta = {"answers": len(records), "answer_tokens": n_tokens, "temperatures": temps, "topk": a.topk,
+                  "answers_per_prompt": a.answers_per_prompt,
+                  "steps": steps, "batch": a.batch, "lr": lr, "lr_schedule": "cosine to 0.1x",
+                  "minutes": round((time.time() - t_train) / 60, 1), "seed": a.seed,
+                  "device": str(target.device), "threads": torch.get_num_threads()}
+    out = pathlib.Path(a.out or REPO_ROOT / "models" / ("feature_draft" if feature else "draft"))
+    if feature:
+        train_meta |= {"unroll": a.unroll, "reg_weight": a.reg_weight, "read_layers": layers_read,
+                       "lr_input_layers": "0.3x (fc, fuse)"}
+        import os
+        eagle.export(draft, out, {"init_from": "the token draft's layer, norm and head (fc: embedding passed through)",
+                                  "shares_with_target": ["embed_tokens", "rotary_emb"],
+                                  "dtype": "bfloat16", "train": train_meta},
+                     head_from=os.path.relpath(token_draft.resolve(), out.resolve().parent))
+        print(f"exported to {out} after {time.time() - t0:.0f} s")
+        return 0
     meta = {"num_hidden_layers": a.layers, "init_from_target_layers": init[:a.layers],
             "shares_with_target": ["embed_tokens", "rotary_emb"] + ([] if a.head_vocab else ["lm_head"]),
-            "head_vocab": a.head_vocab or None, "dtype": "bfloat16",
-            "train": {"answers": len(records), "answer_tokens": n_tokens, "temperatures": temps, "topk": a.topk,
-                      "answers_per_prompt": a.answers_per_prompt,
-                      "steps": steps, "batch": a.batch, "lr": a.lr, "lr_schedule": "cosine to 0.1x",
-                      "minutes": round((time.time() - t_train) / 60, 1), "seed": a.seed,
-                      "device": str(target.device), "threads": torch.get_num_threads()}}
-    export(draft, pathlib.Path(a.out), meta)
-    print(f"exported to {a.out} after {time.time() - t0:.0f} s")
+            "head_vocab": a.head_vocab or None, "dtype": "bfloat16", "train": train_meta}
+    export(draft, out, meta)
+    print(f"exported to {out} after {time.time() - t0:.0f} s")
     return 0
 
 
@@ -309,11 +371,14 @@ def evaluate(target, tok, draft, n_prompts: int = 16, max_new: int = 64, ks=(2, 
     import statistics
 
     from .drafters import ModelDrafter
+    from .eagle import FeatureDrafter
     from .greedy import greedy_steps
     from .measure import forward_ms
     from .speculative import speculative_steps
     from .step import run_steps
 
+    feature = getattr(draft, "reads_target_features", False)
+    drafter = (lambda: FeatureDrafter(draft)) if feature else (lambda: ModelDrafter(draft))
     plist = held_out_prompts()
     # spread over subjects AND task templates (a stride of len(TASKS) + 1 walks both)
     plist = [plist[(i * (len(TASKS) + 1)) % len(plist)] for i in range(n_prompts)]
@@ -324,7 +389,7 @@ def evaluate(target, tok, draft, n_prompts: int = 16, max_new: int = 64, ks=(2, 
         acc = dec = toks = passes = 0
         reached, accepted = [0] * k, [0] * k
         for ids in ids_list:
-            _, r = run_steps(speculative_steps(target, ModelDrafter(draft), tok, ids, max_new, k))
+            _, r = run_steps(speculative_steps(target, drafter(), tok, ids, max_new, k))
             acc, dec = acc + r.counters.accepted, dec + r.counters.decided
             toks, passes = toks + len(r.token_ids), passes + r.counters.target_passes
             for i, (n_r, n_a) in enumerate(zip(r.counters.reached_at, r.counters.accepted_at)):
@@ -340,8 +405,16 @@ def evaluate(target, tok, draft, n_prompts: int = 16, max_new: int = 64, ks=(2, 
             _, r = run_steps(greedy_steps(target, tok, ids, max_new))
             seq = torch.tensor([ids + r.token_ids], device=target.device)
             n = len(r.token_ids)
-            p = torch.softmax(target(input_ids=seq, logits_to_keep=n + 1).logits[0, :-1].float(), -1)
-            q = torch.softmax(draft(input_ids=seq, logits_to_keep=n + 1).logits[0, :-1].float(), -1)
+            if feature:  # position i reads x_i and the target's states at i - 1: the first draft position
+                from .eagle import shifted
+                o = target(input_ids=seq, output_hidden_states=True)
+                p = torch.softmax(o.logits[0, -n:-1].float(), -1)  # answer tokens after the first
+                states = torch.cat([o.hidden_states[j][0] for j in draft.layers_read], -1)
+                h, _ = draft(seq, shifted(states)[None])
+                q = torch.softmax(draft.head(h[0, -n:-1]).float(), -1)
+            else:
+                p = torch.softmax(target(input_ids=seq, logits_to_keep=n + 1).logits[0, :-1].float(), -1)
+                q = torch.softmax(draft(input_ids=seq, logits_to_keep=n + 1).logits[0, :-1].float(), -1)
             overlaps += torch.minimum(p, q).sum(-1).tolist()
     out["sampling_acceptance_T1"] = sum(overlaps) / len(overlaps)
     ctx = ids_list[0] + [tok.eos_token_id] * 0
@@ -357,7 +430,7 @@ def evaluate(target, tok, draft, n_prompts: int = 16, max_new: int = 64, ks=(2, 
             tp.append(time.perf_counter() - t)
             for k in ks:
                 t = time.perf_counter()
-                _, rs = run_steps(speculative_steps(target, ModelDrafter(draft), tok, ids, max_new, k))
+                _, rs = run_steps(speculative_steps(target, drafter(), tok, ids, max_new, k))
                 ts[k].append(time.perf_counter() - t)
                 same &= rs.token_ids == rp.token_ids
         plain_t.append(statistics.median(tp))
@@ -380,10 +453,17 @@ def eval_main(argv=None) -> int:
     ap.add_argument("--early-exit", type=int, default=0, help="evaluate the untrained first-L-layers drafter instead")
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
+    from . import eagle
     from .drafters import early_exit_model, load_shipped_draft
 
     target, tok = load_target()
-    draft = early_exit_model(target, a.early_exit) if a.early_exit else load_shipped_draft(target, pathlib.Path(a.draft))
+    path = pathlib.Path(a.draft)
+    if a.early_exit:
+        draft = early_exit_model(target, a.early_exit)
+    elif eagle.is_feature_draft(path):
+        draft = eagle.load(target, path)
+    else:
+        draft = load_shipped_draft(target, path)
     res = evaluate(target, tok, draft, a.prompts, a.max_new_tokens)
     res["date"] = time.strftime("%Y-%m-%d")
     res["drafter"] = f"early exit L={a.early_exit}" if a.early_exit else a.draft

@@ -169,10 +169,26 @@ def load_shipped_draft(target, path: pathlib.Path, packed: bool = True):
     return draft
 
 
+FEATURE_LABEL = "feature draft (EAGLE-style)"
+LABELS = {"feature": FEATURE_LABEL, "model": "draft model", "ngram": "n-gram lookup",
+          "early-exit": "early exit (untrained)"}
+
+
+def drafter_choices(pair) -> dict[str, str]:
+    """label -> kind for the pages' pickers, best first; only what this pair can run."""
+    kinds = (["feature"] if pair.feature_draft is not None else []) + (["model"] if pair.draft is not None else [])
+    return {LABELS[k]: k for k in kinds + ["ngram", "early-exit"]}
+
+
 def make_drafter(kind: str, pair=None, target=None, early_exit_layers: int = 4):
-    """'model' (the pair's draft), 'ngram', or 'early-exit'."""
+    """'feature' (the shipped feature draft), 'model' (the pair's draft), 'ngram', or 'early-exit'."""
     from .errors import SpecVizError
 
+    if kind == "feature":
+        if pair is None or pair.feature_draft is None:
+            raise SpecVizError("The feature draft exists only for the embedded target: pick another drafter.")
+        from .eagle import FeatureDrafter
+        return FeatureDrafter(pair.feature_draft, LABELS["feature"])
     if kind == "ngram":
         return NgramDrafter()
     if kind == "early-exit":
@@ -182,4 +198,4 @@ def make_drafter(kind: str, pair=None, target=None, early_exit_layers: int = 4):
         if pair is None or pair.draft is None:
             raise SpecVizError("No draft model is loaded: pick the n-gram drafter or give a draft model.")
         return ModelDrafter(pair.draft, pair.draft_name)
-    raise SpecVizError(f"Unknown drafter {kind!r}: use model, ngram or early-exit.")
+    raise SpecVizError(f"Unknown drafter {kind!r}: use feature, model, ngram or early-exit.")

@@ -16,6 +16,9 @@ from .step import Stepper, run_steps
 def forward_ms(model, ctx: list[int], n: int, repeats: int = 15) -> float:
     """Median ms of one forward over n new tokens on top of a cached context: n = 1 is a decode step,
     n = K + 1 a verify pass."""
+    if getattr(model, "reads_target_features", False):  # a feature draft steps on states, not ids
+        from .eagle import forward_ms as feature_ms
+        return feature_ms(model, len(ctx), repeats)
     times = []
     for _ in range(repeats + 2):
         s = Stepper(model)

@@ -5,7 +5,7 @@ from __future__ import annotations
 def spec_summary(cycles) -> dict:
     cycles = list(cycles)
     tokens = sum(len(c.emitted) for c in cycles)
-    passes = len(cycles)
+    passes = len(cycles) + sum(c.prefill for c in cycles)  # a feature drafter's prefill pass counts too
     drafted = sum(c.k for c in cycles)
     decided = sum(len(c.verdicts) for c in cycles)
     accepted = sum(c.accepted for c in cycles)

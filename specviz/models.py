@@ -24,6 +24,7 @@ EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 EMBEDDED_NAME = "SmolLM2-135M-Instruct (embedded)"
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 SHIPPED_DRAFT = REPO_ROOT / "models" / "draft"
+SHIPPED_FEATURE_DRAFT = REPO_ROOT / "models" / "feature_draft"
 hf_logging.disable_progress_bar()  # the CLI and the pages show their own progress
 
 
@@ -197,20 +198,29 @@ class Pair:
     draft: torch.nn.Module | None  # None: the default drafter is n-gram prompt lookup
     draft_name: str
     device: torch.device
+    # the shipped feature draft (specviz/eagle.py): reads the target's hidden states, so it exists
+    # only for the target it was trained on, the embedded one
+    feature_draft: torch.nn.Module | None = None
 
 
 def load_pair(target: str | None = None, draft: str | None = None, device: str | None = None,
               packed: bool = True) -> Pair:
     """The target, its tokenizer and a draft model. Draft None: the shipped distilled draft when it
-    exists (it borrows the target's embedding and head), else no model (use n-gram lookup)."""
+    exists (it borrows the target's embedding and head), else no model (use n-gram lookup). With the
+    embedded target, the shipped feature draft comes along too."""
     model, tok = load_target(target, device, packed)
     dev = model.device
+    embedded = target in (None, "", "embedded")
+    feature = None
+    if embedded and (SHIPPED_FEATURE_DRAFT / "config.json").is_file():
+        from . import eagle
+        feature = eagle.load(model, SHIPPED_FEATURE_DRAFT, packed)
     if draft in (None, "", "default"):
-        if target in (None, "", "embedded") and (SHIPPED_DRAFT / "config.json").is_file():
+        if embedded and (SHIPPED_DRAFT / "config.json").is_file():
             from .drafters import load_shipped_draft
-            return Pair(model, tok, load_shipped_draft(model, SHIPPED_DRAFT, packed), "distilled draft", dev)
-        return Pair(model, tok, None, "n-gram lookup", dev)
+            return Pair(model, tok, load_shipped_draft(model, SHIPPED_DRAFT, packed), "distilled draft", dev, feature)
+        return Pair(model, tok, None, "n-gram lookup", dev, feature)
     path = resolve_local(draft)
     draft_tok = load_tokenizer(path)
     check_tokenizers(tok, draft_tok, draft)
-    return Pair(model, tok, load_model(path, dev, packed), draft, dev)
+    return Pair(model, tok, load_model(path, dev, packed), draft, dev, feature)

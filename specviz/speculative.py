@@ -54,11 +54,20 @@ def speculative_steps(target, drafter, tokenizer, prompt_ids: list[int], max_new
     gen = new_generator(cfg.seed)
     procs = warpers(cfg)
     stop = eos_ids(target, tokenizer)
-    tstep = Stepper(target)
+    reads_features = getattr(drafter, "needs_features", False)
+    tstep = Stepper(target, hidden_layers=drafter.feature_layers if reads_features else ())
     drafter.reset()
     ids = list(prompt_ids)
     new: list[int] = []
     c = Counters()
+    prefill = 0
+    if reads_features and len(ids) > 1:
+        # A feature drafter needs the target's hidden states over the prompt before it can draft: one
+        # prefill pass over all but the last prompt token (the first verify pass feeds that one).
+        tstep.logits(ids[:-1], 1)
+        drafter.observe(tstep.hidden, 0)
+        c.target_passes += 1
+        prefill = 1
     cycle = 0
     while len(new) < max_new_tokens:
         # Never draft past max_new_tokens: the cycle always adds one target token after the drafts.
@@ -69,7 +78,10 @@ def speculative_steps(target, drafter, tokenizer, prompt_ids: list[int], max_new
         n = len(drafts)
 
         # ONE target forward over the unseen context + all n drafts: n + 1 next-token distributions.
+        fed_from = tstep.cached
         logits = tstep.logits(ids + drafts, n + 1)
+        if reads_features:  # a feature drafter (eagle.py) reads the target's hidden states of this pass
+            drafter.observe(tstep.hidden, fed_from)
         p = distribution(logits, cfg, procs).cpu()
         target_cached = tstep.cached
         c.target_passes += 1
@@ -139,7 +151,7 @@ def speculative_steps(target, drafter, tokenizer, prompt_ids: list[int], max_new
                           for i, x in enumerate(drafts)),
                     n + 1, tuple(verdicts), accepted, new_token, token_text(tokenizer, new_token), origin,
                     res_top, fallback, CacheState(target_cached, tstep.cached), draft_cache,
-                    tuple(emitted), tuple(origins), verify_mode)
+                    tuple(emitted), tuple(origins), verify_mode, prefill if cycle == 0 else 0)
         cycle += 1
         if emitted[-1] in stop:
             break

@@ -13,9 +13,13 @@ import torch
 
 
 class Stepper:
-    def __init__(self, model: torch.nn.Module):
+    def __init__(self, model: torch.nn.Module, hidden_layers: tuple[int, ...] = ()):
         self.model = model
         self.cache = None  # a DynamicCache once the first forward made one
+        # hidden_layers: also keep these hidden states (concatenated) of every position a call fed, for
+        # drafters that read the target's features (specviz/eagle.py)
+        self.hidden_layers = tuple(hidden_layers)
+        self.hidden = None
         self.passes = 0
         self.seconds = 0.0  # time inside forward calls, for measuring the draft cost ratio c
 
@@ -34,7 +38,10 @@ class Stepper:
             past_key_values=self.cache,
             use_cache=True,
             logits_to_keep=keep,  # the head over the whole prompt would be wasted work
+            output_hidden_states=bool(self.hidden_layers),
         )
+        if self.hidden_layers:
+            self.hidden = torch.cat([out.hidden_states[i][0] for i in self.hidden_layers], -1)
         self.cache = out.past_key_values
         logits = out.logits[0, -keep:].float()
         self.seconds += time.perf_counter() - t0

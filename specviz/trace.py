@@ -107,6 +107,7 @@ class Cycle:
     emitted: tuple[int, ...]  # tokens appended to the output this cycle, in order
     origins: tuple[str, ...]  # "accepted" | "resampled" | "correction" | "bonus" | "target", one per emitted
     verify_mode: str  # "greedy" | "sampling"
+    prefill: int = 0  # target passes before this cycle: 1 on a feature drafter's first (the prompt's states)
 
 
 # ---------------------------------------------------------------- results

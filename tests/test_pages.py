@@ -68,6 +68,21 @@ def test_speculative_page_steps_back_and_resets(app):
     assert not figures(at)
 
 
+def test_speculative_page_defaults_to_the_feature_draft(app):
+    from specviz.drafters import FEATURE_LABEL
+    at = app
+    at.switch_page("pages/2_Speculative_decoding.py").run()
+    assert at.selectbox(key="sp_drafter").value == FEATURE_LABEL  # the best drafter first
+    at.button(key="spec_whole").click().run()
+    no_errors(at)
+    assert len(figures(at)) == 5  # drafts, verify, verdicts, resolution, caches: it drafts at once
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Target passes"] == "2"  # the prefill that gave it the prompt's features, then verify
+    at.button(key="spec_whole").click().run()
+    no_errors(at)
+    assert metrics["Draft passes"] != {m.label: m.value for m in at.metric}["Draft passes"]
+
+
 def test_speculative_sampling_shows_u_and_threshold(app):
     at = app
     at.switch_page("pages/2_Speculative_decoding.py").run()
@@ -157,6 +172,7 @@ def test_drafter_comparison_runs(app):
     bars = figures(at)[0]["data"][0]
     assert len(bars["x"]) >= 2 and all(v > 0 for v in bars["y"])
     assert any("early exit" in x for x in bars["x"])
+    assert any("feature draft" in x for x in bars["x"]) and any("draft model" in x for x in bars["x"])
 
 
 def test_interview_page_quiz_scores(app):

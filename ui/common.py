@@ -80,7 +80,8 @@ def sidebar() -> Settings:
     sb.toggle("Chat template", value=chat, key="w_chat", on_change=_copy("w_chat", "s_chat"),
               help="Wrap the prompt in the model's chat template (system + user turn + assistant header).")
     with sb.expander("Models", expanded=False):
-        st.caption("Default: SmolLM2-135M-Instruct (embedded, offline) with the project's distilled draft.")
+        st.caption("Default: SmolLM2-135M-Instruct (embedded, offline) with the project's two distilled drafts: one "
+                   "that reads the target's hidden states (EAGLE-style) and a token-only one.")
         target = _persist("s_target", "")
         draft = _persist("s_draft", "")
         st.text_input("Target (Hub id or local folder; empty = embedded)", value=target, key="w_target",

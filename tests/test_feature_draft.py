@@ -1,0 +1,166 @@
+"""The feature draft (specviz/eagle.py): it reads the target's hidden states, so the checks are that the
+engine hands it the right ones, that its cache after a rollback is exactly what the target's real
+features give, that the shipped one is trained, and that its recipe runs end to end."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import chat
+from specviz import eagle
+from specviz.distill import held_out_prompts
+from specviz.drafters import make_drafter
+from specviz.measure import forward_ms
+from specviz.models import SHIPPED_FEATURE_DRAFT
+from specviz.sampling import SamplingConfig
+from specviz.speculative import speculative_steps
+from specviz.step import run_steps
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def plain():
+    """The embedded target with plain nn.Linear layers: a draft is built by copying one of them."""
+    from specviz.models import load_target
+    return load_target(packed=False)
+
+
+@pytest.fixture(scope="module")
+def untrained(plain):
+    target, tok = plain
+    torch.manual_seed(0)
+    return eagle.build(target, target.config.num_hidden_layers - 1, torch.arange(0, 4096)).eval()
+
+
+@pytest.mark.parametrize("k", [1, 3, 6])
+def test_greedy_with_feature_draft_equals_hf_generate(plain, untrained, k):
+    target, tok = plain
+    ids = chat(tok, "Name three rivers in Europe.")
+    _, r = run_steps(speculative_steps(target, eagle.FeatureDrafter(untrained), tok, ids, 24, k))
+    ref = target.generate(torch.tensor([ids]), max_new_tokens=24, do_sample=False, pad_token_id=tok.eos_token_id)
+    assert r.token_ids == ref[0, len(ids):].tolist()[:len(r.token_ids)]
+    assert r.counters.drafted > 0  # the draft really proposed (after the prefill cycle)
+
+
+def test_prefill_gives_the_features_so_the_first_cycle_drafts(plain, untrained):
+    target, tok = plain
+    cycles, r = run_steps(speculative_steps(target, eagle.FeatureDrafter(untrained), tok,
+                                            chat(tok, "Hello!"), 12, 4))
+    assert cycles[0].k == 4  # the prefill pass already handed the draft the prompt's features
+    assert r.counters.target_passes == len(cycles) + 1  # ...and it is counted as a target pass
+
+
+def test_cache_after_rollback_equals_one_pass_over_the_real_features(plain, untrained):
+    """After each cycle the draft keeps only entries built from the target's real features; they must
+    equal a fresh pass of the draft over the target's teacher-forced hidden states."""
+    target, tok = plain
+    ids = chat(tok, "Explain what a lighthouse does.")
+    drafter = eagle.FeatureDrafter(untrained)
+    steps = speculative_steps(target, drafter, tok, ids, 30, 4)
+    cycles, r = run_steps(steps)
+    assert any(c.accepted < c.k for c in cycles), "the untrained draft should be rejected somewhere"
+    seq = ids + r.token_ids
+    n = drafter.cached
+    assert 0 < n <= len(seq) - 1
+    with torch.inference_mode():
+        f = target(input_ids=torch.tensor([seq]), output_hidden_states=True).hidden_states[-1]
+        from transformers import DynamicCache
+        fresh = DynamicCache(config=untrained.config)
+        untrained(torch.tensor([seq[:n]]), eagle.shifted(f[0, :n])[None], fresh)
+    for layer_a, layer_b in zip(drafter.cache.layers, fresh.layers):
+        torch.testing.assert_close(layer_a.keys[..., :n, :], layer_b.keys, rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(layer_a.values[..., :n, :], layer_b.values, rtol=1e-4, atol=1e-4)
+
+
+def test_sampling_with_feature_draft_records_the_q_it_drew_from(plain, untrained):
+    target, tok = plain
+    cfg = SamplingConfig(temperature=0.8, top_p=0.9, seed=3)
+    cycles, r = run_steps(speculative_steps(target, eagle.FeatureDrafter(untrained), tok,
+                                            chat(tok, "Write a haiku about rain."), 20, 3, cfg))
+    drafted = [d for c in cycles for d in c.drafts]
+    assert drafted and all(d.q > 0 for d in drafted)  # each draft token had positive q where it was drawn
+    assert len(r.token_ids) == 20 or r.token_ids[-1] == tok.eos_token_id
+
+
+def test_shipped_feature_draft_shares_target_modules_and_is_small(pair):
+    assert eagle.is_feature_draft(SHIPPED_FEATURE_DRAFT), "models/feature_draft must ship"
+    from specviz.models import SHIPPED_DRAFT
+    size = sum(f.stat().st_size for d in (SHIPPED_DRAFT, SHIPPED_FEATURE_DRAFT) for f in d.iterdir())
+    assert size <= 30 * 2**20  # both shipped drafts together
+    fd = pair.feature_draft
+    assert fd is not None
+    assert fd.embed_tokens is pair.target.model.embed_tokens
+    assert fd.lm.model.rotary_emb is pair.target.model.rotary_emb
+    assert forward_ms(fd, list(range(40)), 1, repeats=3) > 0
+    from specviz import packed
+    if packed.available():  # its own linear layers run packed like everything else on CPU
+        own = [fd.fc, fd.lm.lm_head.proj] + ([fd.fuse] if fd.fuse is not None else [])
+        assert all(isinstance(m, packed.PackedLinear) for m in own)
+
+
+def test_shipped_feature_draft_beats_an_untrained_one(pair, plain):
+    """Fails if untrained weights were shipped: on a held-out prompt the trained draft is accepted far
+    more often than the same architecture fresh from its initialisation."""
+    target, tok = pair.target, pair.tokenizer
+    ids = chat(tok, held_out_prompts()[0])
+
+    def acceptance(model):
+        _, r = run_steps(speculative_steps(target, eagle.FeatureDrafter(model), tok, ids, 48, 4))
+        return r.counters.acceptance_rate
+
+    head_ids = pair.feature_draft.lm.lm_head.ids
+    fresh = eagle.build(plain[0], plain[0].config.num_hidden_layers - 1, head_ids.cpu()).eval()
+    trained = acceptance(pair.feature_draft)
+    untrained = acceptance(fresh)
+    assert trained > untrained + 0.15, (trained, untrained)
+
+
+def test_make_drafter_feature_needs_the_shipped_draft(pair):
+    from specviz.errors import SpecVizError
+    from specviz.models import Pair
+    assert make_drafter("feature", pair).needs_features
+    bare = Pair(pair.target, pair.tokenizer, None, "n-gram lookup", pair.device)
+    with pytest.raises(SpecVizError, match="feature draft"):
+        make_drafter("feature", bare)
+
+
+def test_feature_draft_starts_as_the_token_draft(plain):
+    """fc = [identity; 0] at initialisation: whatever the features, its q is the token draft's q, so
+    training starts from the token draft's acceptance and can only add what the target's state tells."""
+    from specviz.drafters import load_shipped_draft
+    from specviz.models import SHIPPED_DRAFT
+    target, tok = plain
+    fd = eagle.from_token_draft(target, SHIPPED_DRAFT).eval()
+    token = load_shipped_draft(target, SHIPPED_DRAFT, packed=False)
+    ids = torch.tensor([chat(tok, "Tell me about penguins.")])
+    with torch.inference_mode():
+        h, _ = fd(ids, torch.randn(1, ids.shape[1], target.config.hidden_size))
+        q_feature = fd.head(h)[0]
+        q_token = token(input_ids=ids).logits[0]
+    torch.testing.assert_close(q_feature, q_token, rtol=1e-4, atol=1e-4)
+    fd.fc.weight.data[:, target.config.hidden_size:] += 0.01  # the feature half now matters
+    with torch.inference_mode():
+        h2, _ = fd(ids, torch.randn(1, ids.shape[1], target.config.hidden_size))
+    assert not torch.allclose(h, h2)
+
+
+def test_feature_distillation_runs_end_to_end(tmp_path):
+    out = tmp_path / "fd"
+    cmd = [sys.executable, "-m", "specviz.distill", "--kind", "feature", "--prompts", "2", "--answers-per-prompt", "1",
+           "--max-new-tokens", "6", "--steps", "2", "--gen-batch", "2",
+           "--data", str(tmp_path / "data.pt"), "--out", str(out)]
+    res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    meta = json.loads((out / "config.json").read_text())
+    assert meta["kind"] == "feature" and meta["train"]["steps"] == 2
+    assert (tmp_path / "feats.pt").is_file()  # the target's features were computed and cached
+    from specviz.models import SHIPPED_DRAFT, load_target
+    assert (out.parent / meta["head_from"]).resolve() == SHIPPED_DRAFT.resolve()  # the head is shared, not stored
+    target, tok = load_target()
+    fd = eagle.load(target, out)
+    h, _ = fd(torch.tensor([[5, 6, 7]]), torch.zeros(1, 3, target.config.hidden_size))
+    assert torch.isfinite(fd.head(h)).sum(-1).max() == 8192
