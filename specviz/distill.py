@@ -14,8 +14,7 @@ Recipe (seeded, CPU-friendly; uses CUDA when present):
      models/draft.
 `--kind feature` trains the feature draft (specviz/eagle.py) instead: it starts from the token draft in
 models/draft, reads the target's hidden states (one teacher-forced pass per answer, cached next to the
-data), and is trained on the same soft labels plus a regression of its output onto the target's next
-hidden state, with a second pass fed its own outputs (what drafting positions 2..K see); it exports to
+data), and is trained on the same soft labels, with a second pass fed its own outputs (what drafting positions 2..K see); it exports to
 models/feature_draft.
 Evaluate on held-out prompts with `python -m specviz.distill eval [--draft models/feature_draft]`.
 """
@@ -267,7 +266,6 @@ def main(argv=None) -> int:
     ap.add_argument("--layers", type=int, default=1)
     ap.add_argument("--init", default="0", help="token draft: comma-separated target layers to start from")
     ap.add_argument("--unroll", type=int, default=2, help="feature draft: passes fed with its own features")
-    ap.add_argument("--reg-weight", type=float, default=0.0, help="feature draft: weight of a regression of h onto the target feature")
     ap.add_argument("--read-layers", default="10,20,last",
                     help="feature draft: which target hidden states it reads (0 = embeddings, last = final normed)")
     ap.add_argument("--token-draft", default=str(REPO_ROOT / "models" / "draft"),
@@ -323,7 +321,6 @@ def main(argv=None) -> int:
     print(f"data ready: {n_tokens} answer tokens in {t_data:.0f} s")
     feature = a.kind == "feature"
     init = [int(x) for x in a.init.split(",")]
-    head_ids = head_subset(records, a.head_vocab, tok.eos_token_id) if a.head_vocab else None
     loss_fn = None
     if feature:
         from . import eagle
@@ -333,8 +330,9 @@ def main(argv=None) -> int:
         feats = eagle.cached_features(data_path.with_name("feats.pt"), records, layers_read, load_target, log=print)
         token_draft = pathlib.Path(a.token_draft)
         draft = eagle.from_token_draft(target, token_draft, layers_read)
-        loss_fn = lambda i: eagle.sequence_loss(draft, records[i], feats[i], a.reg_weight, a.unroll)  # noqa: E731
+        loss_fn = lambda i: eagle.sequence_loss(draft, records[i], feats[i], a.unroll)  # noqa: E731
     else:
+        head_ids = head_subset(records, a.head_vocab, tok.eos_token_id) if a.head_vocab else None
         draft = build_draft(target, a.layers, init, head_ids)
     t_train = time.time()
     lr = a.lr or (3e-4 if feature else 1e-3)  # a feature draft starts from a trained one: a gentler rate
@@ -346,7 +344,7 @@ def main(argv=None) -> int:
                   "device": str(target.device), "threads": torch.get_num_threads()}
     out = pathlib.Path(a.out or REPO_ROOT / "models" / ("feature_draft" if feature else "draft"))
     if feature:
-        train_meta |= {"unroll": a.unroll, "reg_weight": a.reg_weight, "read_layers": layers_read,
+        train_meta |= {"unroll": a.unroll, "read_layers": layers_read,
                        "lr_input_layers": "0.3x (fc, fuse)"}
         import os
         eagle.export(draft, out, {"init_from": "the token draft's layer, norm and head (fc: embedding passed through)",
@@ -410,7 +408,7 @@ def evaluate(target, tok, draft, n_prompts: int = 16, max_new: int = 64, ks=(2, 
                 o = target(input_ids=seq, output_hidden_states=True)
                 p = torch.softmax(o.logits[0, -n:-1].float(), -1)  # answer tokens after the first
                 states = torch.cat([o.hidden_states[j][0] for j in draft.layers_read], -1)
-                h, _ = draft(seq, shifted(states)[None])
+                h, _ = draft(seq, shifted(states)[:-1][None])
                 q = torch.softmax(draft.head(h[0, -n:-1]).float(), -1)
             else:
                 p = torch.softmax(target(input_ids=seq, logits_to_keep=n + 1).logits[0, :-1].float(), -1)

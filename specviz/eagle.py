@@ -145,8 +145,7 @@ class FeatureDrafter:
         if k < 1 or self.feats is None or self.feats.shape[0] < n - 1:
             return [], None  # a one-token prompt: the engine takes a plain target step, which brings them
         start = self.cached
-        before = self.feats[start - 1:n - 1] if start else torch.cat([torch.zeros_like(self.feats[:1]), self.feats[:n - 1]])
-        h = self._step(ids[start:n], before)[-1:]
+        h = self._step(ids[start:n], shifted(self.feats[:n - 1])[start:])[-1:]
         self.trusted = n
         tokens, qs = [], []
         procs = warpers(cfg)
@@ -241,9 +240,8 @@ def is_feature_draft(path: pathlib.Path) -> bool:
 
 
 def load(target, path: pathlib.Path, packed: bool = True) -> FeatureDraft:
-    """A feature draft saved by export(): fc, layer and norm. Embedding and rotary are the target's;
-    the reduced head is the token draft's (config "head_from", a sibling folder) or, without one, the
-    target's own rows for the stored ids."""
+    """A feature draft saved by export(): fc, fuse, layer and norm. Embedding and rotary are the
+    target's; the reduced head is the token draft's (config "head_from", relative to its parent)."""
     from safetensors.torch import load_file
     from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRMSNorm
 
@@ -261,11 +259,8 @@ def load(target, path: pathlib.Path, packed: bool = True) -> FeatureDraft:
     layer = part("layer.", LlamaDecoderLayer(cfg, 0))
     norm = part("norm.", LlamaRMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps))
     fc = part("fc.", torch.nn.Linear(2 * cfg.hidden_size, cfg.hidden_size, bias=True))
-    if meta.get("head_from"):
-        source = load_file(str(path.parent / meta["head_from"] / "model.safetensors"))
-        head = SubsetHead(source["head.weight"].to(dev, dtype), source["head.ids"].to(dev), cfg.vocab_size)
-    else:
-        head = target_head_rows(target, state["head.ids"])
+    source = load_file(str(path.parent / meta["head_from"] / "model.safetensors"))  # the token draft's head
+    head = SubsetHead(source["head.weight"].to(dev, dtype), source["head.ids"].to(dev), cfg.vocab_size)
     layers_read = meta.get("layers_read", [None])
     fuse = None
     if len(layers_read) > 1:
@@ -279,9 +274,9 @@ def load(target, path: pathlib.Path, packed: bool = True) -> FeatureDraft:
     return model
 
 
-def export(model: FeatureDraft, out: pathlib.Path, meta: dict, head_from: str | None = None) -> None:
-    """fc, layer and norm as bf16 safetensors; the head's ids (its weights when head_from is None come
-    from the target; otherwise from the token draft in the sibling folder head_from)."""
+def export(model: FeatureDraft, out: pathlib.Path, meta: dict, head_from: str) -> None:
+    """fc, fuse, layer and norm as bf16 safetensors; the head is not stored: it is the token draft's
+    in head_from (relative to out's parent)."""
     from safetensors.torch import save_file
 
     out.mkdir(parents=True, exist_ok=True)
@@ -291,7 +286,6 @@ def export(model: FeatureDraft, out: pathlib.Path, meta: dict, head_from: str | 
     if model.fuse is not None:
         state |= {f"fuse.{k}": v for k, v in model.fuse.state_dict().items()}
     tensors = {k: v.detach().to(torch.bfloat16).contiguous().cpu() for k, v in state.items()}
-    tensors["head.ids"] = model.lm.lm_head.ids.to(torch.int32).cpu()
     save_file(tensors, str(out / "model.safetensors"))
     (out / "config.json").write_text(json.dumps({"kind": "feature", "head_from": head_from, "layers_read": list(model.layers_read)} | meta,
                                                 indent=2) + "\n")
@@ -339,23 +333,21 @@ def cached_features(path: pathlib.Path, records, layers_read, load_target, log=p
 
 
 def shifted(f: torch.Tensor) -> torch.Tensor:
-    """(T, H) features f_0..f_{T-1} -> what positions 0..T-1 read: 0, f_0, ..., f_{T-2}."""
-    return torch.cat([torch.zeros_like(f[:1]), f[:-1]])
+    """Target states f_0..f_{T-1} -> what positions 0..T read: 0, f_0, ..., f_{T-1} (position i reads
+    the state at i - 1; position 0, the first token, reads zeros)."""
+    return torch.cat([torch.zeros_like(f[:1]), f])
 
 
-def sequence_loss(model: FeatureDraft, r: dict, f: torch.Tensor, reg_weight: float = 0.0, unroll: int = 2):
-    """Loss on one training sequence, summed over answer positions: cross-entropy of q against the
-    target's top-k distribution (plus, if reg_weight, a regression of h_i onto f_i). Pass 1 reads the
-    target's real features; pass u >= 2 reads the draft's own h from pass u-1, which is what drafting
-    position u sees at inference."""
+def sequence_loss(model: FeatureDraft, r: dict, f: torch.Tensor, unroll: int = 2):
+    """Cross-entropy of q against the target's top-k distribution on one training sequence, summed over
+    answer positions. Pass 1 reads the target's real states; pass u >= 2 reads the draft's own h from
+    pass u-1, which is what drafting position u sees at inference."""
     ids = torch.tensor([r["ids"]], device=model.device)
-    f = f.to(model.device, model.dtype)
-    start = r["start"]
     # position i predicts x_{i+1}; top-k row r predicts answer token start + r: position start - 1 + r
     t_logp = r["top_logp"].float().to(model.device)
     t_ids = r["top_ids"].long().to(model.device)
-    lo, rows = start - 1, t_logp.shape[0]
-    feats_in = shifted(f)
+    lo, rows = r["start"] - 1, t_logp.shape[0]
+    feats_in = shifted(f.to(model.device, model.dtype))[:-1]
     total = 0.0
     for _ in range(unroll):
         h = model(ids, feats_in[None])[0][0]
@@ -364,8 +356,5 @@ def sequence_loss(model: FeatureDraft, r: dict, f: torch.Tensor, reg_weight: flo
         inside = torch.isfinite(picked)  # a reduced head cannot say tokens outside its subset
         t_p = torch.nan_to_num(torch.softmax(t_logp.masked_fill(~inside, float("-inf")), -1))
         total = total - (t_p * picked.masked_fill(~inside, 0.0)).sum()
-        if reg_weight and f.shape[-1] == h.shape[-1]:  # the final state alone: h ~ f_i
-            reg = torch.nn.functional.smooth_l1_loss(h.float(), f.float(), reduction="none").mean(-1)
-            total = total + reg_weight * reg[lo:lo + rows].sum()
-        feats_in = shifted(h.detach())  # the next pass sees the draft's own guesses
+        feats_in = shifted(h.detach())[:-1]  # the next pass sees the draft's own guesses
     return total, rows

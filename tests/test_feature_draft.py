@@ -70,7 +70,7 @@ def test_cache_after_rollback_equals_one_pass_over_the_real_features(plain, untr
         f = target(input_ids=torch.tensor([seq]), output_hidden_states=True).hidden_states[-1]
         from transformers import DynamicCache
         fresh = DynamicCache(config=untrained.config)
-        untrained(torch.tensor([seq[:n]]), eagle.shifted(f[0, :n])[None], fresh)
+        untrained(torch.tensor([seq[:n]]), eagle.shifted(f[0, :n - 1])[None], fresh)
     for layer_a, layer_b in zip(drafter.cache.layers, fresh.layers):
         torch.testing.assert_close(layer_a.keys[..., :n, :], layer_b.keys, rtol=1e-4, atol=1e-4)
         torch.testing.assert_close(layer_a.values[..., :n, :], layer_b.values, rtol=1e-4, atol=1e-4)
