@@ -291,19 +291,6 @@ def export(model: FeatureDraft, out: pathlib.Path, meta: dict, head_from: str) -
                                                 indent=2) + "\n")
 
 
-def cached_features(path: pathlib.Path, records, load_target, log=print) -> list[torch.Tensor]:
-    """target_features for the records, cached next to the data (valid while the sequences match)."""
-    if path.is_file():
-        feats = torch.load(path, weights_only=True)
-        if len(feats) == len(records) and all(f.shape[0] == len(r["ids"]) for f, r in zip(feats, records)):
-            log(f"features: {len(feats)} sequences from {path}")
-            return feats
-    target, _ = load_target()  # inference only: the packed (fast) target
-    feats = target_features(target, records, log)
-    torch.save(feats, path)
-    return feats
-
-
 @torch.inference_mode()
 def target_features(target, records, layers_read, log=print) -> list[torch.Tensor]:
     """One teacher-forced target pass per training sequence: its hidden states `layers_read` at every
