@@ -1,7 +1,7 @@
 """A draft that reads the target's own hidden state (EAGLE, Li et al. 2024), one file.
 
-A token-only draft must guess what the target "thinks" from the tokens alone; a 1–2 layer model on
-140k tokens tops out near 47 % greedy agreement with SmolLM2-135M. But the target's verify pass has
+A token-only draft must guess what the target "thinks" from the tokens alone (a 1-layer one on 424k
+tokens: 50 % greedy acceptance with SmolLM2-135M; models/README.md). But the target's verify pass has
 already computed its last hidden state f_j at every accepted position (the vector its LM head reads).
 The feature draft reads, at position i, the embedding of token x_i together with the target's
 feature of the position before, f_{i-1} (zero at i = 0, so the first token, the attention sink, is
