@@ -126,7 +126,6 @@ def chat_ids(tok, prompt: str) -> list[int]:
     return list(tok.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True)["input_ids"])
 
 
-@torch.inference_mode()
 def data_jobs(prompt_list, temperatures, answers_per_prompt: int) -> list[tuple[str, float]]:
     """(prompt, temperature) in cache order: round r gives prompt i temperature i + r (mod the list),
     so a prompt's answers all differ in temperature; a longer run extends a shorter run's cache."""
@@ -470,21 +469,22 @@ def evaluate(target, tok, draft, n_prompts: int = 16, max_new: int = 64, ks=(2, 
     # sampling acceptance at T = 1: mean over positions of sum_x min(p, q) = 1 - TV(p, q); and top-1
     # agreement teacher-forced on the target's greedy answers, held-out here, training answers below:
     # the gap between the two says how much of what the draft learned was memorised
-    overlaps, agree, n_all = [], 0, 0
+    def agreement(pairs):  # top-1 agreement over all positions of all (p, q) pairs
+        same = [(p.argmax(-1) == q.argmax(-1)).float() for p, q in pairs]
+        return float(torch.cat(same).mean())
+
+    held_out = []
     for ids in ids_list:
         _, r = run_steps(greedy_steps(target, tok, ids, max_new))
-        p, q = teacher_forced(target, draft, ids + r.token_ids, len(r.token_ids))
-        overlaps += torch.minimum(p, q).sum(-1).tolist()
-        agree, n_all = agree + int((p.argmax(-1) == q.argmax(-1)).sum()), n_all + len(p)
-    out["teacher_forced_agreement_held_out"] = agree / n_all
+        held_out.append(teacher_forced(target, draft, ids + r.token_ids, len(r.token_ids)))
+    overlaps = torch.cat([torch.minimum(p, q).sum(-1) for p, q in held_out]).tolist()
+    out["teacher_forced_agreement_held_out"] = agreement(held_out)
     if train_records:
-        agree = n_all = 0
-        for r in train_records:
-            p, q = teacher_forced(target, draft, r["ids"][:r["start"] + max_new], len(r["ids"][r["start"]:r["start"] + max_new]))
-            agree, n_all = agree + int((p.argmax(-1) == q.argmax(-1)).sum()), n_all + len(p)
-        out["teacher_forced_agreement_train"] = agree / n_all
+        answers = [(r["ids"][:r["start"] + max_new], len(r["ids"][r["start"]:r["start"] + max_new]))
+                   for r in train_records]
+        out["teacher_forced_agreement_train"] = agreement([teacher_forced(target, draft, s, n) for s, n in answers])
     out["sampling_acceptance_T1"] = sum(overlaps) / len(overlaps)
-    ctx = ids_list[0] + [tok.eos_token_id] * 0
+    ctx = ids_list[0]
     t1, d1 = forward_ms(target, ctx, 1), forward_ms(draft, ctx, 1)
     out["target_ms"], out["draft_ms"], out["c"] = t1, d1, d1 / t1
     # wall clock: our speculative greedy at each K vs our plain greedy, interleaved per prompt, median of 2
