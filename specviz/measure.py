@@ -29,9 +29,20 @@ def forward_ms(model, ctx: list[int], n: int, repeats: int = 15) -> float:
     return 1000 * statistics.median(times[2:])
 
 
+def warm_up(target, tokenizer, ids, k: int, drafters, n: int = 8) -> None:
+    """A short untimed run of plain greedy and of each drafter: the first run in a process pays one-time
+    costs (oneDNN primitives for each new shape, first calls), which would make whatever is timed first
+    look slower than it is."""
+    run_steps(greedy_steps(target, tokenizer, ids, n))
+    for drafter in drafters:
+        run_steps(speculative_steps(target, drafter, tokenizer, ids, n, k))
+
+
 def speculative_vs_plain(target, drafter, tokenizer, ids, max_new: int, k: int, progress=lambda f, m: None,
                          draft_model=None) -> dict:
     """Plain greedy then speculative greedy on the same prompt; measured a, c, v and the real speedup."""
+    progress(0.0, "warming up…")
+    warm_up(target, tokenizer, ids, k, [drafter])
     progress(0.05, "plain greedy decoding…")
     t0 = time.perf_counter()
     _, plain = run_steps(greedy_steps(target, tokenizer, ids, max_new))
@@ -59,15 +70,18 @@ def speculative_vs_plain(target, drafter, tokenizer, ids, max_new: int, k: int, 
 
 def compare_drafters(target, tokenizer, ids, drafters: dict, k: int, max_new: int, progress=lambda f, m: None) -> list[dict]:
     """drafters: name -> zero-argument factory. One plain greedy run as the baseline, then each drafter."""
+    progress(0.0, "warming up…")
+    drafters = {name: make() for name, make in drafters.items()}
+    warm_up(target, tokenizer, ids, k, drafters.values())
     progress(0.0, "plain greedy (the baseline)…")
     t0 = time.perf_counter()
     _, plain = run_steps(greedy_steps(target, tokenizer, ids, max_new))
     plain_s = time.perf_counter() - t0
     rows = []
-    for i, (name, make) in enumerate(drafters.items()):
+    for i, (name, drafter) in enumerate(drafters.items()):
         progress((i + 1) / (len(drafters) + 1), f"{name}…")
         t0 = time.perf_counter()
-        _, r = run_steps(speculative_steps(target, make(), tokenizer, ids, max_new, k))
+        _, r = run_steps(speculative_steps(target, drafter, tokenizer, ids, max_new, k))
         s = time.perf_counter() - t0
         c = r.counters
         rows.append({"drafter": name, "acceptance rate": c.acceptance_rate,
