@@ -94,6 +94,47 @@ EXTRA_SUBJECTS = [
     "the Mongol Empire", "microservices", "caves", "calendars", "gravity", "the eyes", "self-driving cars",
     "hail", "the Incas", "regular exercise", "bridges", "savings accounts", "sunflowers", "statistics in sports",
 ]
+# a third list (one answer each), added when 3x the data still left a train/held-out gap (0.68 vs 0.53
+# teacher-forced agreement); shuffled on its own so that the cache of the first two stays a prefix
+MORE_SUBJECTS = [
+    "the Mediterranean diet", "the Byzantine Empire", "breadth-first search", "tundra", "the carbon cycle",
+    "exchange rates", "neutron stars", "the placebo effect", "transformers in deep learning", "monsoons",
+    "ancient Greece", "greedy algorithms", "mindful breathing", "helicopters", "student loans", "growing strawberries",
+    "decimals", "sushi", "writing a resume", "termites", "video calls", "perfectionism", "floods", "shortest paths",
+    "the nervous system", "geothermal energy", "blackjack", "the International Space Station", "dumplings",
+    "balanced trees", "kelp forests", "food poisoning", "the light bulb", "emergency funds", "thunder",
+    "priority queues", "amber", "the violin", "upcycling", "the Super Bowl", "standard deviation", "rock climbing",
+    "word processors", "Mercury", "learning to draw", "subways", "phishing", "honesty", "the Parthenon",
+    "the golden ratio", "noise pollution", "eagles", "the Space Race", "file systems", "waterfalls",
+    "leap years", "meteor showers", "the liver", "neuromorphic chips", "dust storms", "the Celts",
+    "design patterns", "hiking boots", "electric guitars", "renting an apartment", "succulents", "exponents",
+    "olive oil", "small talk", "moths", "smartwatches", "anxiety", "heat waves", "rate limiting", "the spleen",
+    "hydroelectric dams", "sudoku", "Marie Curie", "tacos", "graphs and networks", "mangroves", "measles",
+    "the typewriter", "tipping etiquette", "frost", "code review", "sabre-toothed cats", "reggae", "e-waste",
+    "the Paralympics", "the central limit theorem", "snorkeling", "webhooks", "Neptune", "film cameras",
+    "roller skates", "digital signatures", "patience", "Angkor Wat", "Pascal's triangle", "landslides",
+    "sea turtles", "the Russian Revolution", "interpreters", "estuaries", "the speed of light", "meteorites",
+    "muscles", "prosthetic limbs", "humidity", "the Maya civilization", "tai chi",
+    "hot air balloons", "car loans", "bamboo", "trigonometry", "ice cream", "mentoring", "salamanders",
+    "online reviews", "journaling", "quicksand", "memory leaks", "minerals in food", "biofuels", "card tricks",
+    "the Magna Carta", "pancakes", "stack overflow errors", "peat bogs", "seasonal allergies", "television",
+    "warranties", "solar eclipses", "integration testing", "jellyfish", "the blues", "composting toilets",
+    "the Grand Canyon", "differential equations", "surfing", "search engines", "Uranus", "pottery",
+    "scooters", "two-factor authentication", "forgiveness", "the Terracotta Army",
+    "light pollution", "giraffes", "the Hundred Years' War", "shell scripting",
+    "daylight saving time", "dark matter", "the pancreas", "augmented reality", "sea fog", "the Phoenicians",
+    "threads and processes", "swimming technique", "submarines", "index funds", "orchids", "vectors",
+    "baking cookies", "giving feedback", "crocodiles", "fake news", "morning routines", "geysers",
+    "content delivery networks", "hydration", "tidal power", "dominoes", "the Trojan War", "salad dressings",
+    "bloom filters", "savannas", "migraines", "the phonograph", "household budgets", "sandstorms",
+    "continuous integration", "octaves in music", "wool", "the Sahara", "permutations", "ice skating",
+    "keyboards", "malware", "curiosity", "the Acropolis", "magic squares", "overfishing", "horses",
+    "the Spanish Armada", "regular maintenance of cars", "hash functions", "fjords", "compasses", "the tongue", "3D animation", "sleet", "the Hanseatic League", "event loops",
+    "stretching", "cable cars", "pension plans", "maple trees", "probability trees", "spices",
+    "active listening", "parrots", "podcasts", "boredom", "hot springs", "message queues", "electrolytes",
+    "batteries", "jigsaw puzzles", "the Suez Canal", "curry", "grasslands", "sunburn",
+    "the microscope", "credit cards", "static electricity", "refactoring", "koalas",
+]
 HELD_OUT = ["octopuses", "regular expressions", "the Silk Road", "marathon training",
             "matrix multiplication", "lighthouses", "fermentation", "the Renaissance"]
 
@@ -111,15 +152,17 @@ DATA_SLICE = 480  # answers generated between two saves of the data cache
 
 def training_jobs(seed: int, temps, answers_per_prompt: int, extra_subjects: int, n_prompts: int = 0):
     """(prompt, temperature) for the training data, in cache order: the first subject list's prompts
-    `answers_per_prompt` times, then the first `extra_subjects` of the second list's once each; each list
-    shuffled with the seed. n_prompts > 0 keeps only the first n prompts of the first list (tiny runs)."""
+    `answers_per_prompt` times, then the first `extra_subjects` of the second and third lists' once each;
+    each list shuffled with the seed on its own. n_prompts > 0 keeps only the first n prompts of the first list (tiny runs)."""
     first = prompts(SUBJECTS)
     random.Random(seed).shuffle(first)
     second = prompts(EXTRA_SUBJECTS[:extra_subjects])
     random.Random(seed + 1).shuffle(second)
+    third = prompts(MORE_SUBJECTS[:max(0, extra_subjects - len(EXTRA_SUBJECTS))])
+    random.Random(seed + 2).shuffle(third)
     if n_prompts:
-        first, second = first[:n_prompts], []
-    return data_jobs(first, temps, answers_per_prompt) + data_jobs(second, temps, 1)
+        first, second, third = first[:n_prompts], [], []
+    return data_jobs(first, temps, answers_per_prompt) + data_jobs(second + third, temps, 1)
 
 
 def chat_ids(tok, prompt: str) -> list[int]:
@@ -330,8 +373,8 @@ def main(argv=None) -> int:
     ap.add_argument("--gen-batch", type=int, default=16)
     ap.add_argument("--answers-per-prompt", type=int, default=2,
                     help="answers per prompt, each at a different temperature from --temperatures")
-    ap.add_argument("--extra-subjects", type=int, default=len(EXTRA_SUBJECTS),
-                    help="how many of the second subject list to add, one answer per prompt (0: none)")
+    ap.add_argument("--extra-subjects", type=int, default=len(EXTRA_SUBJECTS) + len(MORE_SUBJECTS),
+                    help="how many of the second and third subject lists to add, one answer per prompt (0: none)")
     ap.add_argument("--steps", type=int, default=None,
                     help="training steps, cosine learning-rate decay over them (default: 2400 token, 1400 feature)")
     ap.add_argument("--minutes", type=float, default=0.0, help="also stop training after this long (0: no cap)")

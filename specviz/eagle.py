@@ -306,16 +306,18 @@ def target_features(target, records, layers_read, log=print) -> list[torch.Tenso
 
 
 def cached_features(path: pathlib.Path, records, layers_read, load_target, log=print) -> list[torch.Tensor]:
-    """target_features for the records, cached next to the data (valid while the sequences match)."""
+    """target_features for the records, cached next to the data. The data cache grows as a prefix, so
+    the longest prefix of cached features whose shapes match the sequences is kept, the rest computed."""
     target, _ = load_target()  # inference only: the packed (fast) target
     width = target.config.hidden_size * len(layers_read)
-    if path.is_file():
-        feats = torch.load(path, weights_only=True)
-        if len(feats) == len(records) and all(f.shape == (len(r["ids"]), width) for f, r in zip(feats, records)):
-            log(f"features: {len(feats)} sequences from {path}")
-            return feats
-    feats = target_features(target, records, layers_read, log)
-    torch.save(feats, path)
+    feats = torch.load(path, weights_only=True) if path.is_file() else []
+    keep = 0
+    while keep < min(len(feats), len(records)) and feats[keep].shape == (len(records[keep]["ids"]), width):
+        keep += 1
+    log(f"features: {keep} sequences from {path}" + (f", {len(records) - keep} to compute" if keep < len(records) else ""))
+    if keep < len(records) or len(feats) != len(records):
+        feats = feats[:keep] + target_features(target, records[keep:], layers_read, log)
+        torch.save(feats, path)
     return feats
 
 

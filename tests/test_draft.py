@@ -64,15 +64,16 @@ def test_distillation_runs_end_to_end_and_reproduces_bit_for_bit(tmp_path, embed
 
 
 def test_training_jobs_extend_the_cache_and_never_use_held_out_subjects():
-    """The second subject list is appended after the first (an existing data cache stays a valid prefix),
-    and no training prompt names a held-out subject."""
-    from specviz.distill import EXTRA_SUBJECTS, HELD_OUT, TASKS, training_jobs
+    """Each subject list is appended after the ones before it (an existing data cache stays a valid
+    prefix), and no training prompt names a held-out subject."""
+    from specviz.distill import EXTRA_SUBJECTS, HELD_OUT, MORE_SUBJECTS, TASKS, training_jobs
 
     temps = [0.0, 0.7, 1.0]
     first = training_jobs(0, temps, 2, 0)
-    full = training_jobs(0, temps, 2, len(EXTRA_SUBJECTS))
-    assert full[:len(first)] == first
-    assert len(full) == len(first) + len(TASKS) * len(EXTRA_SUBJECTS)
+    second = training_jobs(0, temps, 2, len(EXTRA_SUBJECTS))
+    full = training_jobs(0, temps, 2, len(EXTRA_SUBJECTS) + len(MORE_SUBJECTS))
+    assert full[:len(first)] == first and full[:len(second)] == second
+    assert len(full) == len(first) + len(TASKS) * (len(EXTRA_SUBJECTS) + len(MORE_SUBJECTS))
     assert len({p for p, _ in full}) == len(full) - len(first) // 2  # every prompt distinct; the first list twice
-    assert not [p for p, _ in full if any(h in p for h in HELD_OUT)]
+    assert not [p for p, _ in full if any(h.lower() in p.lower() for h in HELD_OUT)]
     assert {t for _, t in full[len(first):]} == set(temps)

@@ -164,3 +164,23 @@ def test_feature_distillation_runs_end_to_end(tmp_path):
     fd = eagle.load(target, out)
     h, _ = fd(torch.tensor([[5, 6, 7]]), torch.zeros(1, 3, target.config.hidden_size))
     assert torch.isfinite(fd.head(h)).sum(-1).max() == 8192
+
+
+def test_feature_cache_grows_with_the_data_and_computes_only_new_sequences(tmp_path, plain, monkeypatch):
+    """The data cache grows as a prefix; its feature cache must keep the matching prefix and compute only
+    the sequences beyond it, giving exactly what computing them all would give."""
+    target, _ = plain
+    records = [{"ids": list(range(5, 5 + n))} for n in (3, 5, 4)]
+    layers = (1, target.config.num_hidden_layers)
+    computed = []
+    real = eagle.target_features
+    monkeypatch.setattr(eagle, "target_features", lambda t, rs, *a, **k: computed.append(len(rs)) or real(t, rs, *a, **k))
+    path = tmp_path / "feats.pt"
+    load = lambda: (target, None)  # noqa: E731
+    first = eagle.cached_features(path, records[:2], layers, load, log=lambda *_: None)
+    grown = eagle.cached_features(path, records, layers, load, log=lambda *_: None)
+    again = eagle.cached_features(path, records, layers, load, log=lambda *_: None)
+    assert computed == [2, 1]  # the third call read everything from the cache
+    assert all(torch.equal(a, b) for a, b in zip(first, grown[:2]))
+    assert [f.shape[0] for f in again] == [3, 5, 4]
+    assert torch.equal(grown[2], real(target, records[2:], layers)[0])
