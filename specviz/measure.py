@@ -68,26 +68,40 @@ def speculative_vs_plain(target, drafter, tokenizer, ids, max_new: int, k: int, 
     }
 
 
-def compare_drafters(target, tokenizer, ids, drafters: dict, k: int, max_new: int, progress=lambda f, m: None) -> list[dict]:
-    """drafters: name -> zero-argument factory. One plain greedy run as the baseline, then each drafter."""
+def compare_drafters(target, tokenizer, ids, drafters: dict, k: int, max_new: int, rounds: int = 3,
+                     progress=lambda f, m: None) -> list[dict]:
+    """drafters: name -> zero-argument factory. Plain greedy is the baseline. Timed in `rounds` interleaved
+    rounds (plain greedy, then each drafter, in every round) and reported as medians: a run of ~1 s moves
+    by ~10 % with whatever else the machine does, and interleaving spreads that over all of them alike
+    instead of landing on whichever ran during the disturbance."""
     progress(0.0, "warming up…")
     drafters = {name: make() for name, make in drafters.items()}
     warm_up(target, tokenizer, ids, k, drafters.values())
-    progress(0.0, "plain greedy (the baseline)…")
-    t0 = time.perf_counter()
-    _, plain = run_steps(greedy_steps(target, tokenizer, ids, max_new))
-    plain_s = time.perf_counter() - t0
+    runs = [("plain greedy", None)] + list(drafters.items())
+    seconds = {name: [] for name, _ in runs}
+    results = {}
+    for r in range(rounds):
+        for i, (name, drafter) in enumerate(runs):
+            progress((r * len(runs) + i) / (rounds * len(runs)), f"round {r + 1}/{rounds}: {name}…")
+            steps = greedy_steps(target, tokenizer, ids, max_new) if drafter is None else \
+                speculative_steps(target, drafter, tokenizer, ids, max_new, k)
+            t0 = time.perf_counter()
+            _, results[name] = run_steps(steps)  # greedy: every round gives the same tokens
+            seconds[name].append(time.perf_counter() - t0)
+    plain_s = seconds["plain greedy"]
     rows = []
-    for i, (name, drafter) in enumerate(drafters.items()):
-        progress((i + 1) / (len(drafters) + 1), f"{name}…")
-        t0 = time.perf_counter()
-        _, r = run_steps(speculative_steps(target, drafter, tokenizer, ids, max_new, k))
-        s = time.perf_counter() - t0
+    for name, _ in runs[1:]:
+        r, s = results[name], seconds[name]
+        # the spread: the speedup each round gave against that round's own plain run
+        per_round = [p / x for p, x in zip(plain_s, s)]
         c = r.counters
         rows.append({"drafter": name, "acceptance rate": c.acceptance_rate,
                      "tokens per target pass": c.mean_acceptance_length(len(r.token_ids)),
-                     "speedup vs plain greedy": plain_s / s, "seconds": s, "target passes": c.target_passes,
-                     "identical to greedy": r.token_ids == plain.token_ids})
+                     "speedup vs plain greedy": statistics.median(plain_s) / statistics.median(s),
+                     "speedup range": (min(per_round), max(per_round)), "seconds": statistics.median(s),
+                     "plain seconds": statistics.median(plain_s), "rounds": rounds,
+                     "target passes": c.target_passes,
+                     "identical to greedy": r.token_ids == results["plain greedy"].token_ids})
     progress(1.0, "done")
     return rows
 

@@ -184,3 +184,22 @@ def test_feature_cache_grows_with_the_data_and_computes_only_new_sequences(tmp_p
     assert all(torch.equal(a, b) for a, b in zip(first, grown[:2]))
     assert [f.shape[0] for f in again] == [3, 5, 4]
     assert torch.equal(grown[2], real(target, records[2:], layers)[0])
+
+
+def test_compare_drafters_interleaves_rounds_and_reports_medians(pair):
+    """Plain greedy and each drafter run once per round, in turn (so machine noise spreads over all of
+    them), and the row's seconds are the median over the rounds."""
+    from specviz.measure import compare_drafters
+    from specviz.drafters import NgramDrafter
+
+    target, tok = pair.target, pair.tokenizer
+    messages = []
+    rows = compare_drafters(target, tok, chat(tok, "Say hello."), {"n-gram": NgramDrafter, "n-gram again": NgramDrafter},
+                            k=2, max_new=6, rounds=3, progress=lambda f, m: messages.append(m))
+    timed = [m for m in messages if m.startswith("round")]
+    assert timed == [f"round {r}/3: {n}…" for r in (1, 2, 3) for n in ("plain greedy", "n-gram", "n-gram again")]
+    for row in rows:
+        assert row["rounds"] == 3 and row["identical to greedy"]
+        lo, hi = row["speedup range"]
+        assert 0 < lo <= hi
+        assert row["speedup vs plain greedy"] == pytest.approx(row["plain seconds"] / row["seconds"])

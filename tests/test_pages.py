@@ -167,10 +167,16 @@ def test_drafter_comparison_runs(app):
     at = app
     at.switch_page("pages/5_Drafter_comparison.py").run()
     at.slider(key="dc_max").set_value(16).run()
+    at.slider(key="dc_rounds").set_value(2).run()
     at.button(key="dc_run").click().run()
     no_errors(at)
     bars = figures(at)[0]["data"][0]
     assert len(bars["x"]) >= 2 and all(v > 0 for v in bars["y"])
+    # whiskers span the rounds: one non-negative length each side per drafter
+    assert len(bars["error_y"]["array"]) == len(bars["x"]) == len(bars["error_y"]["arrayminus"])
+    assert min(bars["error_y"]["array"] + bars["error_y"]["arrayminus"]) >= 0
+    table = at.dataframe[0].value
+    assert table["speedup range"].str.endswith("×").all() and (table["plain seconds"] > 0).all()
     assert any("early exit" in x for x in bars["x"])
     assert any("feature draft" in x for x in bars["x"]) and any("draft model" in x for x in bars["x"])
 
