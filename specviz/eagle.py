@@ -315,10 +315,10 @@ def cached_features(path: pathlib.Path, records, layers_read, load_target, log=p
     while keep < min(len(feats), len(records)) and feats[keep].shape == (len(records[keep]["ids"]), width):
         keep += 1
     log(f"features: {keep} sequences from {path}" + (f", {len(records) - keep} to compute" if keep < len(records) else ""))
-    if keep < len(records) or len(feats) != len(records):
+    if keep < len(records):
         feats = feats[:keep] + target_features(target, records[keep:], layers_read, log)
         torch.save(feats, path)
-    return feats
+    return feats[:len(records)]  # a run on less data reads a prefix and leaves the longer cache intact
 
 
 def shifted(f: torch.Tensor) -> torch.Tensor:

@@ -184,6 +184,8 @@ def test_feature_cache_grows_with_the_data_and_computes_only_new_sequences(tmp_p
     assert all(torch.equal(a, b) for a, b in zip(first, grown[:2]))
     assert [f.shape[0] for f in again] == [3, 5, 4]
     assert torch.equal(grown[2], real(target, records[2:], layers)[0])
+    fewer = eagle.cached_features(path, records[:1], layers, load, log=lambda *_: None)
+    assert computed == [2, 1] and len(fewer) == 1 and len(torch.load(path)) == 3  # the longer cache is kept
 
 
 def test_compare_drafters_interleaves_rounds_and_reports_medians(pair):
