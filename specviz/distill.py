@@ -359,7 +359,9 @@ def main(argv=None) -> int:
     ap.add_argument("--kind", choices=["token", "feature"], default="token",
                     help="token: a small LM over tokens (models/draft); feature: reads the target's hidden "
                          "state, EAGLE-style (models/feature_draft, specviz/eagle.py)")
-    ap.add_argument("--layers", type=int, default=1)
+    ap.add_argument("--layers", type=int, default=1,
+                    help="decoder layers (feature draft: copies of the token draft's layer, the extra ones "
+                         "starting with zero output projections)")
     ap.add_argument("--init", default="0", help="token draft: comma-separated target layers to start from")
     ap.add_argument("--unroll", type=int, default=2, help="feature draft: passes fed with its own features")
     ap.add_argument("--read-layers", default="10,20,last",
@@ -424,7 +426,7 @@ def main(argv=None) -> int:
         layers_read = [int(x) if x != "last" else n_layers for x in a.read_layers.split(",")]
         feats = eagle.cached_features(data_path.with_name("feats.pt"), records, layers_read, load_target, log=print)
         token_draft = pathlib.Path(a.token_draft)
-        draft = eagle.from_token_draft(target, token_draft, layers_read)
+        draft = eagle.from_token_draft(target, token_draft, layers_read, a.layers)
         loss_fn = lambda i: eagle.sequence_loss(draft, records[i], feats[i], a.unroll)  # noqa: E731
     else:
         head_ids = head_subset(records, a.head_vocab, tok.eos_token_id) if a.head_vocab else None

@@ -38,13 +38,16 @@ def rms(x: torch.Tensor) -> torch.Tensor:
 class FeatureDraft(torch.nn.Module):
     reads_target_features = True
 
-    def __init__(self, target, layer, norm, head, fc=None, layers_read=(None,), fuse=None):
+    def __init__(self, target, layers, norm, head, fc=None, layers_read=(None,), fuse=None):
         super().__init__()
         from .drafters import _assemble
 
         hidden = target.config.hidden_size
-        # one-layer Llama whose embedding and rotary table are the target's own modules
-        self.lm = _assemble(target, 1, torch.nn.ModuleList([layer]), norm, head)
+        layers = layers if isinstance(layers, torch.nn.ModuleList) else torch.nn.ModuleList([layers])
+        for i, layer in enumerate(layers):
+            layer.self_attn.layer_idx = i  # its slot in the draft's own KV cache
+        # a small Llama (usually one layer) whose embedding and rotary table are the target's own modules
+        self.lm = _assemble(target, len(layers), layers, norm, head)
         self.config = self.lm.config
         # which of the target's hidden states it reads (indices into hidden_states: 0 = embeddings,
         # L = the final, normed one); several are fused into one vector (EAGLE-3 reads low, mid and high)
@@ -212,11 +215,13 @@ def build(target, init_layer: int, head_ids: torch.Tensor) -> FeatureDraft:
     return FeatureDraft(target, layer, copy.deepcopy(target.model.norm), target_head_rows(target, head_ids))
 
 
-def from_token_draft(target, token_draft: pathlib.Path, layers_read=(None,)) -> FeatureDraft:
+def from_token_draft(target, token_draft: pathlib.Path, layers_read=(None,), layers: int = 1) -> FeatureDraft:
     """A feature draft that starts as the trained 1-layer token draft: its layer, norm and reduced head,
     with fc = [identity on the embedding; zero on the feature], so at step 0 it IS the token draft and
     training only has to learn what the target's state adds. The head stays frozen and is not stored
-    again: at load time it comes from the token draft's file."""
+    again: at load time it comes from the token draft's file. layers > 1 stacks copies of that layer
+    whose output projections (attention o_proj, MLP down_proj) are zero: each adds nothing to the
+    residual stream at step 0, so the deeper draft also starts as the token draft exactly."""
     from .drafters import load_shipped_draft
 
     token = load_shipped_draft(target, token_draft, packed=False)
@@ -230,8 +235,12 @@ def from_token_draft(target, token_draft: pathlib.Path, layers_read=(None,)) -> 
         fc.weight[:, :hidden] = torch.eye(hidden)
         fc.bias.zero_()
     head = token.lm_head.requires_grad_(False)
-    return FeatureDraft(target, copy.deepcopy(token.model.layers[0]), copy.deepcopy(token.model.norm), head, fc,
-                        layers_read)
+    stack = torch.nn.ModuleList(copy.deepcopy(token.model.layers[0]) for _ in range(layers))
+    with torch.no_grad():
+        for layer in stack[1:]:
+            layer.self_attn.o_proj.weight.zero_()
+            layer.mlp.down_proj.weight.zero_()
+    return FeatureDraft(target, stack, copy.deepcopy(token.model.norm), head, fc, layers_read)
 
 
 def is_feature_draft(path: pathlib.Path) -> bool:
@@ -240,7 +249,7 @@ def is_feature_draft(path: pathlib.Path) -> bool:
 
 
 def load(target, path: pathlib.Path, packed: bool = True) -> FeatureDraft:
-    """A feature draft saved by export(): fc, fuse, layer and norm. Embedding and rotary are the
+    """A feature draft saved by export(): fc, fuse, layers and norm. Embedding and rotary are the
     target's; the reduced head is the token draft's (config "head_from", relative to its parent)."""
     from safetensors.torch import load_file
     from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRMSNorm
@@ -256,7 +265,10 @@ def load(target, path: pathlib.Path, packed: bool = True) -> FeatureDraft:
         module.load_state_dict({k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)})
         return module.to(dev, dtype)
 
-    layer = part("layer.", LlamaDecoderLayer(cfg, 0))
+    if any(k.startswith("layer.") for k in state):  # the one-layer format shipped first
+        state = {("layers.0." + k[len("layer."):] if k.startswith("layer.") else k): v for k, v in state.items()}
+    n = int(meta.get("num_layers", 1))
+    layers = part("layers.", torch.nn.ModuleList(LlamaDecoderLayer(cfg, i) for i in range(n)))
     norm = part("norm.", LlamaRMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps))
     fc = part("fc.", torch.nn.Linear(2 * cfg.hidden_size, cfg.hidden_size, bias=True))
     source = load_file(str(path.parent / meta["head_from"] / "model.safetensors"))  # the token draft's head
@@ -265,7 +277,7 @@ def load(target, path: pathlib.Path, packed: bool = True) -> FeatureDraft:
     fuse = None
     if len(layers_read) > 1:
         fuse = part("fuse.", torch.nn.Linear(len(layers_read) * cfg.hidden_size, cfg.hidden_size, bias=False))
-    model = FeatureDraft(target, layer, norm, head.requires_grad_(False), fc, layers_read, fuse)
+    model = FeatureDraft(target, layers, norm, head.requires_grad_(False), fc, layers_read, fuse)
     model.requires_grad_(False)
     model.eval()
     if packed:
@@ -275,19 +287,20 @@ def load(target, path: pathlib.Path, packed: bool = True) -> FeatureDraft:
 
 
 def export(model: FeatureDraft, out: pathlib.Path, meta: dict, head_from: str) -> None:
-    """fc, fuse, layer and norm as bf16 safetensors; the head is not stored: it is the token draft's
+    """fc, fuse, layers and norm as bf16 safetensors; the head is not stored: it is the token draft's
     in head_from (relative to out's parent)."""
     from safetensors.torch import save_file
 
     out.mkdir(parents=True, exist_ok=True)
-    state = {f"layer.{k}": v for k, v in model.lm.model.layers[0].state_dict().items()}
+    state = {f"layers.{k}": v for k, v in model.lm.model.layers.state_dict().items()}
     state |= {f"norm.{k}": v for k, v in model.lm.model.norm.state_dict().items()}
     state |= {f"fc.{k}": v for k, v in model.fc.state_dict().items()}
     if model.fuse is not None:
         state |= {f"fuse.{k}": v for k, v in model.fuse.state_dict().items()}
     tensors = {k: v.detach().to(torch.bfloat16).contiguous().cpu() for k, v in state.items()}
     save_file(tensors, str(out / "model.safetensors"))
-    (out / "config.json").write_text(json.dumps({"kind": "feature", "head_from": head_from, "layers_read": list(model.layers_read)} | meta,
+    (out / "config.json").write_text(json.dumps({"kind": "feature", "head_from": head_from, "num_layers": len(model.lm.model.layers),
+                                                "layers_read": list(model.layers_read)} | meta,
                                                 indent=2) + "\n")
 
 

@@ -128,13 +128,18 @@ def test_make_drafter_feature_needs_the_shipped_draft(pair):
         make_drafter("feature", bare)
 
 
-def test_feature_draft_starts_as_the_token_draft(plain):
-    """fc = [identity; 0] at initialisation: whatever the features, its q is the token draft's q, so
-    training starts from the token draft's acceptance and can only add what the target's state tells."""
+@pytest.mark.parametrize("layers", [1, 2])
+def test_feature_draft_starts_as_the_token_draft(plain, layers, tmp_path):
+    """fc = [identity; 0] at initialisation (and extra layers with zero output projections): whatever the
+    features, its q is the token draft's q, so training starts from the token draft's acceptance and can
+    only add what the target's state tells."""
+    import os
+
     from specviz.drafters import load_shipped_draft
     from specviz.models import SHIPPED_DRAFT
     target, tok = plain
-    fd = eagle.from_token_draft(target, SHIPPED_DRAFT).eval()
+    fd = eagle.from_token_draft(target, SHIPPED_DRAFT, layers=layers).eval()
+    assert len(fd.lm.model.layers) == layers
     token = load_shipped_draft(target, SHIPPED_DRAFT, packed=False)
     ids = torch.tensor([chat(tok, "Tell me about penguins.")])
     with torch.inference_mode():
@@ -146,6 +151,15 @@ def test_feature_draft_starts_as_the_token_draft(plain):
     with torch.inference_mode():
         h2, _ = fd(ids, torch.randn(1, ids.shape[1], target.config.hidden_size))
     assert not torch.allclose(h, h2)
+    # export -> load keeps every layer (bf16 on disk: compare with the weights rounded the same way)
+    out = tmp_path / "fd"
+    eagle.export(fd, out, {}, head_from=os.path.relpath(SHIPPED_DRAFT.resolve(), out.resolve().parent))
+    back = eagle.load(target, out, packed=False)
+    assert len(back.lm.model.layers) == layers
+    for mine, theirs in [(fd.lm.model.layers, back.lm.model.layers), (fd.fc, back.fc), (fd.lm.model.norm, back.lm.model.norm)]:
+        theirs = theirs.state_dict()
+        for name, w in mine.state_dict().items():
+            assert torch.equal(theirs[name], w.to(torch.bfloat16).float()), name
 
 
 def test_feature_distillation_runs_end_to_end(tmp_path):
