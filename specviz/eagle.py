@@ -43,7 +43,6 @@ class FeatureDraft(torch.nn.Module):
         from .drafters import _assemble
 
         hidden = target.config.hidden_size
-        layers = layers if isinstance(layers, torch.nn.ModuleList) else torch.nn.ModuleList([layers])
         for i, layer in enumerate(layers):
             layer.self_attn.layer_idx = i  # its slot in the draft's own KV cache
         # a small Llama (usually one layer) whose embedding and rotary table are the target's own modules
@@ -211,8 +210,8 @@ def target_head_rows(target, ids: torch.Tensor):
 def build(target, init_layer: int, head_ids: torch.Tensor) -> FeatureDraft:
     """An untrained feature draft: its layer a copy of target layer `init_layer`."""
     layer = copy.deepcopy(target.model.layers[init_layer])
-    layer.self_attn.layer_idx = 0
-    return FeatureDraft(target, layer, copy.deepcopy(target.model.norm), target_head_rows(target, head_ids))
+    return FeatureDraft(target, torch.nn.ModuleList([layer]), copy.deepcopy(target.model.norm),
+                        target_head_rows(target, head_ids))
 
 
 def from_token_draft(target, token_draft: pathlib.Path, layers_read=(None,), layers: int = 1) -> FeatureDraft:
@@ -265,10 +264,7 @@ def load(target, path: pathlib.Path, packed: bool = True) -> FeatureDraft:
         module.load_state_dict({k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)})
         return module.to(dev, dtype)
 
-    if any(k.startswith("layer.") for k in state):  # the one-layer format shipped first
-        state = {("layers.0." + k[len("layer."):] if k.startswith("layer.") else k): v for k, v in state.items()}
-    n = int(meta.get("num_layers", 1))
-    layers = part("layers.", torch.nn.ModuleList(LlamaDecoderLayer(cfg, i) for i in range(n)))
+    layers = part("layers.", torch.nn.ModuleList(LlamaDecoderLayer(cfg, i) for i in range(meta["num_layers"])))
     norm = part("norm.", LlamaRMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps))
     fc = part("fc.", torch.nn.Linear(2 * cfg.hidden_size, cfg.hidden_size, bias=True))
     source = load_file(str(path.parent / meta["head_from"] / "model.safetensors"))  # the token draft's head
