@@ -14,6 +14,8 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = pytest.mark.skipif(os.environ.get("SPECVIZ_SKIP_BROWSER") == "1", reason="SPECVIZ_SKIP_BROWSER=1")
 from conftest import CHROMIUM_ARGS as ARGS  # noqa: E402
 PAGES = ["", "Beam_search", "Speculative_decoding", "Speedup_lab", "Lossless_lab", "Drafter_comparison", "Interview_QA"]
+NAV_TITLES = ["Home", "Beam search", "Speculative decoding", "Speedup lab", "Lossless lab", "Drafter comparison",
+              "Interview Q&A"]
 
 
 @pytest.fixture(scope="module")
@@ -58,6 +60,9 @@ def test_every_page_opens_by_direct_url(server, browser):
         page = open_page(browser, f"{server}/{name}")
         expect(page.locator("[data-testid=stException]")).to_have_count(0)
         expect(page.locator("h1").first).to_be_visible()
+        # the sidebar names every page by its title, the home page "Home" (not the entrypoint's file name)
+        nav = [t.strip() for t in page.locator("[data-testid=stSidebarNav] a").all_inner_texts()]
+        assert [t.split("\n")[-1] for t in nav] == NAV_TITLES, nav
         page.screenshot(path=str(SHOTS / f"{name or 'home'}.png"), full_page=True)
         page.close()
 
