@@ -74,9 +74,11 @@ if st.button("Run plain and speculative decoding", type="primary", key="sl_run")
 
 if measured:
     r = measured
+    lo, hi = r["speedup_range"]
     st.markdown(f"**{r['drafter']}, K = {r['k']}**, {r['tokens']} tokens: plain {r['plain_s']:.2f} s, "
                 f"speculative {r['spec_s']:.2f} s → **{r['speedup']:.2f}×** "
-                f"({'identical output' if r['identical'] else 'OUTPUT DIFFERS'}).")
+                f"({'identical output' if r['identical'] else 'OUTPUT DIFFERS'}). Medians of {r['rounds']} "
+                f"interleaved rounds; single rounds gave {lo:.2f}–{hi:.2f}×: that spread is this machine's noise.")
     mm = st.columns(5)
     mm[0].metric("measured a", f"{r['a']:.2f}")
     mm[1].metric("measured c", f"{r['c']:.3f}")

@@ -38,19 +38,45 @@ def warm_up(target, tokenizer, ids, k: int, drafters, n: int = 8) -> None:
         run_steps(speculative_steps(target, drafter, tokenizer, ids, n, k))
 
 
+def timed_rounds(target, tokenizer, ids, drafters: dict, k: int, max_new: int, rounds: int,
+                 progress=lambda f, m: None, span=(0.0, 1.0)) -> tuple[dict, dict]:
+    """Plain greedy and each drafter (name -> drafter), timed in `rounds` interleaved rounds: plain greedy,
+    then each drafter, in every round. A run of ~1 s moves by ~10 % with whatever else the machine does;
+    interleaving spreads that over all of them alike instead of landing on whichever ran during the
+    disturbance. Returns (name -> seconds per round, name -> the last run's result); plain greedy is
+    named "plain greedy"."""
+    warm_up(target, tokenizer, ids, k, drafters.values())
+    runs = [("plain greedy", None)] + list(drafters.items())
+    seconds = {name: [] for name, _ in runs}
+    results = {}
+    lo, hi = span
+    for r in range(rounds):
+        for i, (name, drafter) in enumerate(runs):
+            progress(lo + (hi - lo) * (r * len(runs) + i) / (rounds * len(runs)), f"round {r + 1}/{rounds}: {name}…")
+            steps = greedy_steps(target, tokenizer, ids, max_new) if drafter is None else \
+                speculative_steps(target, drafter, tokenizer, ids, max_new, k)
+            t0 = time.perf_counter()
+            _, results[name] = run_steps(steps)  # greedy: every round gives the same tokens
+            seconds[name].append(time.perf_counter() - t0)
+    return seconds, results
+
+
+def speedup_summary(plain_s: list[float], spec_s: list[float]) -> dict:
+    """Median seconds, their ratio, and the spread: the speedup each round gave against its own plain run."""
+    per_round = [p / x for p, x in zip(plain_s, spec_s)]
+    return {"plain_s": statistics.median(plain_s), "spec_s": statistics.median(spec_s),
+            "speedup": statistics.median(plain_s) / statistics.median(spec_s),
+            "speedup_range": (min(per_round), max(per_round)), "rounds": len(per_round)}
+
+
 def speculative_vs_plain(target, drafter, tokenizer, ids, max_new: int, k: int, progress=lambda f, m: None,
-                         draft_model=None) -> dict:
-    """Plain greedy then speculative greedy on the same prompt; measured a, c, v and the real speedup."""
+                         draft_model=None, rounds: int = 3) -> dict:
+    """Plain greedy and speculative greedy on the same prompt, interleaved over `rounds`; measured a, c, v
+    and the real speedup (medians, with the per-round range)."""
     progress(0.0, "warming up…")
-    warm_up(target, tokenizer, ids, k, [drafter])
-    progress(0.05, "plain greedy decoding…")
-    t0 = time.perf_counter()
-    _, plain = run_steps(greedy_steps(target, tokenizer, ids, max_new))
-    plain_s = time.perf_counter() - t0
-    progress(0.45, f"speculative decoding, K = {k}…")
-    t0 = time.perf_counter()
-    events, spec = run_steps(speculative_steps(target, drafter, tokenizer, ids, max_new, k))
-    spec_s = time.perf_counter() - t0
+    seconds, results = timed_rounds(target, tokenizer, ids, {"speculative": drafter}, k, max_new, rounds,
+                                    progress, span=(0.05, 0.8))
+    plain, spec = results["plain greedy"], results["speculative"]
     progress(0.8, "measuring forward costs…")
     ctx = list(ids) + plain.token_ids[:16]
     t1 = forward_ms(target, ctx, 1, repeats=7)
@@ -60,7 +86,7 @@ def speculative_vs_plain(target, drafter, tokenizer, ids, max_new: int, k: int, 
     c = spec.counters
     return {
         "identical": spec.token_ids == plain.token_ids, "tokens": len(spec.token_ids),
-        "plain_s": plain_s, "spec_s": spec_s, "speedup": plain_s / spec_s if spec_s else 0.0,
+        **speedup_summary(seconds["plain greedy"], seconds["speculative"]),
         "a": c.acceptance_rate, "mean_acceptance_length": c.mean_acceptance_length(len(spec.token_ids)),
         "accepted_per_pass": list(c.accepted_per_pass), "per_position": c.per_position(),
         "reached": list(c.reached_at), "target_ms": t1, "verify_ms": tv, "draft_ms": d1,
@@ -70,36 +96,19 @@ def speculative_vs_plain(target, drafter, tokenizer, ids, max_new: int, k: int, 
 
 def compare_drafters(target, tokenizer, ids, drafters: dict, k: int, max_new: int, rounds: int = 3,
                      progress=lambda f, m: None) -> list[dict]:
-    """drafters: name -> zero-argument factory. Plain greedy is the baseline. Timed in `rounds` interleaved
-    rounds (plain greedy, then each drafter, in every round) and reported as medians: a run of ~1 s moves
-    by ~10 % with whatever else the machine does, and interleaving spreads that over all of them alike
-    instead of landing on whichever ran during the disturbance."""
+    """drafters: name -> zero-argument factory. Plain greedy is the baseline; timed by `timed_rounds`, and
+    reported as medians with the per-round range."""
     progress(0.0, "warming up…")
     drafters = {name: make() for name, make in drafters.items()}
-    warm_up(target, tokenizer, ids, k, drafters.values())
-    runs = [("plain greedy", None)] + list(drafters.items())
-    seconds = {name: [] for name, _ in runs}
-    results = {}
-    for r in range(rounds):
-        for i, (name, drafter) in enumerate(runs):
-            progress((r * len(runs) + i) / (rounds * len(runs)), f"round {r + 1}/{rounds}: {name}…")
-            steps = greedy_steps(target, tokenizer, ids, max_new) if drafter is None else \
-                speculative_steps(target, drafter, tokenizer, ids, max_new, k)
-            t0 = time.perf_counter()
-            _, results[name] = run_steps(steps)  # greedy: every round gives the same tokens
-            seconds[name].append(time.perf_counter() - t0)
-    plain_s = seconds["plain greedy"]
+    seconds, results = timed_rounds(target, tokenizer, ids, drafters, k, max_new, rounds, progress)
     rows = []
-    for name, _ in runs[1:]:
-        r, s = results[name], seconds[name]
-        # the spread: the speedup each round gave against that round's own plain run
-        per_round = [p / x for p, x in zip(plain_s, s)]
-        c = r.counters
+    for name in drafters:
+        r, c = results[name], results[name].counters
+        sp = speedup_summary(seconds["plain greedy"], seconds[name])
         rows.append({"drafter": name, "acceptance rate": c.acceptance_rate,
                      "tokens per target pass": c.mean_acceptance_length(len(r.token_ids)),
-                     "speedup vs plain greedy": statistics.median(plain_s) / statistics.median(s),
-                     "speedup range": (min(per_round), max(per_round)), "seconds": statistics.median(s),
-                     "plain seconds": statistics.median(plain_s), "rounds": rounds,
+                     "speedup vs plain greedy": sp["speedup"], "speedup range": sp["speedup_range"],
+                     "seconds": sp["spec_s"], "plain seconds": sp["plain_s"], "rounds": rounds,
                      "target passes": c.target_passes,
                      "identical to greedy": r.token_ids == results["plain greedy"].token_ids})
     progress(1.0, "done")

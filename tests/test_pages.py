@@ -146,6 +146,8 @@ def test_speedup_lab_measures_a_real_run(app):
     no_errors(at)
     metrics = {m.label: m.value for m in at.metric}
     assert 0 <= float(metrics["measured a"]) <= 1 and float(metrics["measured v"]) > 0.5
+    summary = next(m.value for m in at.markdown if "interleaved rounds" in m.value)
+    assert "identical output" in summary and "Medians of 3" in summary  # timed 3 times, not once
     improve = figures(at)[1]
     assert any(d.get("name") == "measured" for d in improve["data"])
 
