@@ -378,9 +378,9 @@ def main(argv=None) -> int:
     ap.add_argument("--extra-subjects", type=int, default=len(EXTRA_SUBJECTS) + len(MORE_SUBJECTS),
                     help="how many of the second and third subject lists to add, one answer per prompt (0: none)")
     ap.add_argument("--steps", type=int, default=None,
-                    help="training steps, cosine learning-rate decay over them (default: 2400 token, 1400 feature)")
+                    help="training steps, cosine learning-rate decay over them (default: 2400 token, 3600 feature)")
     ap.add_argument("--minutes", type=float, default=0.0, help="also stop training after this long (0: no cap)")
-    ap.add_argument("--lr", type=float, default=None, help="default: 1e-3 for token, 3e-4 for feature")
+    ap.add_argument("--lr", type=float, default=None, help="default: 1e-3 for both (fc and the fuse layer learn at 0.3x)")
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--head-vocab", type=int, default=8192, help="reduced draft head size (0: share the full head)")
@@ -432,8 +432,8 @@ def main(argv=None) -> int:
         head_ids = head_subset(records, a.head_vocab, tok.eos_token_id) if a.head_vocab else None
         draft = build_draft(target, a.layers, init, head_ids)
     t_train = time.time()
-    lr = a.lr or (3e-4 if feature else 1e-3)  # a feature draft starts from a trained one: a gentler rate
-    steps = train(draft, records, a.steps or (1400 if feature else 2400), a.minutes, lr, a.batch, a.seed, loss_fn)
+    lr = a.lr or 1e-3
+    steps = train(draft, records, a.steps or (3600 if feature else 2400), a.minutes, lr, a.batch, a.seed, loss_fn)
     train_meta = {"answers": len(records), "answer_tokens": n_tokens, "temperatures": temps, "topk": a.topk,
                   "answers_per_prompt": a.answers_per_prompt, "extra_subjects": a.extra_subjects,
                   "steps": steps, "batch": a.batch, "lr": lr, "lr_schedule": "cosine to 0.1x",
