@@ -353,7 +353,12 @@ def export(draft, out: pathlib.Path, meta: dict) -> None:
     (out / "config.json").write_text(json.dumps(meta, indent=2) + "\n")
 
 
-def main(argv=None) -> int:
+# The default recipe: the shipped drafts were made with exactly these (a test compares their configs)
+DEFAULT_STEPS = {"token": 2400, "feature": 3600}
+DEFAULT_LR = 1e-3
+
+
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m specviz.distill", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kind", choices=["token", "feature"], default="token",
@@ -388,7 +393,11 @@ def main(argv=None) -> int:
                     help="cache of generated data (reused when present and --regenerate is off)")
     ap.add_argument("--regenerate", action="store_true")
     ap.add_argument("--out", default=None, help="default: models/draft or models/feature_draft")
-    a = ap.parse_args(argv)
+    return ap
+
+
+def main(argv=None) -> int:
+    a = parser().parse_args(argv)
     torch.manual_seed(a.seed)
     t0 = time.time()
     target, tok = load_target(packed=False)  # layers are copied from it and trained
@@ -432,8 +441,8 @@ def main(argv=None) -> int:
         head_ids = head_subset(records, a.head_vocab, tok.eos_token_id) if a.head_vocab else None
         draft = build_draft(target, a.layers, init, head_ids)
     t_train = time.time()
-    lr = a.lr or 1e-3
-    steps = train(draft, records, a.steps or (3600 if feature else 2400), a.minutes, lr, a.batch, a.seed, loss_fn)
+    lr = a.lr or DEFAULT_LR
+    steps = train(draft, records, a.steps or DEFAULT_STEPS[a.kind], a.minutes, lr, a.batch, a.seed, loss_fn)
     train_meta = {"answers": len(records), "answer_tokens": n_tokens, "temperatures": temps, "topk": a.topk,
                   "answers_per_prompt": a.answers_per_prompt, "extra_subjects": a.extra_subjects,
                   "steps": steps, "batch": a.batch, "lr": lr, "lr_schedule": "cosine to 0.1x",

@@ -77,3 +77,26 @@ def test_training_jobs_extend_the_cache_and_never_use_held_out_subjects():
     assert len({p for p, _ in full}) == len(full) - len(first) // 2  # every prompt distinct; the first list twice
     assert not [p for p, _ in full if any(h.lower() in p.lower() for h in HELD_OUT)]
     assert {t for _, t in full[len(first):]} == set(temps)
+
+
+@pytest.mark.parametrize("kind", ["token", "feature"])
+def test_shipped_drafts_were_made_by_the_default_recipe(kind):
+    """`python -m specviz.distill [--kind feature]` with no other flag must re-make what is shipped: the
+    configs record the settings the weights were trained with, and they must be today's defaults."""
+    from specviz import distill
+
+    a = distill.parser().parse_args(["--kind", kind])
+    folder = ROOT / "models" / ("feature_draft" if kind == "feature" else "draft")
+    cfg = json.loads((folder / "config.json").read_text())
+    train = cfg["train"]
+    assert train["steps"] == (a.steps or distill.DEFAULT_STEPS[kind])
+    assert train["lr"] == (a.lr or distill.DEFAULT_LR)
+    assert train["temperatures"] == [float(t) for t in a.temperatures.split(",")]
+    for key in ("batch", "seed", "topk", "answers_per_prompt", "extra_subjects"):
+        assert train[key] == getattr(a, key), key
+    if kind == "feature":
+        assert train["unroll"] == a.unroll and cfg["num_layers"] == a.layers
+        assert [str(x) for x in train["read_layers"][:-1]] == a.read_layers.split(",")[:-1]
+    else:
+        assert cfg["num_hidden_layers"] == a.layers and cfg["head_vocab"] == a.head_vocab
+        assert cfg["init_from_target_layers"] == [int(x) for x in a.init.split(",")]
