@@ -47,6 +47,7 @@ def tiny_llama(embedded):
 
 
 # ---------------------------------------------------------------- a real server for browser tests
+import contextlib  # noqa: E402
 import socket  # noqa: E402
 import subprocess  # noqa: E402
 import time  # noqa: E402
@@ -62,12 +63,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def server():
-    """A real Streamlit server on a free loopback port, shared by the browser tests."""
+@contextlib.contextmanager
+def streamlit_server(log_name="server.log"):
+    """A real Streamlit server on a free loopback port, started from the repository root like `make app`
+    (so .streamlit/config.toml applies); yields its URL."""
     port = free_port()
     env = dict(os.environ, HF_HUB_OFFLINE="1")
-    log_path = ROOT / "test-artifacts" / "server.log"
+    log_path = ROOT / "test-artifacts" / log_name
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log = open(log_path, "w")  # a file, not a pipe: an unread pipe would block the server when full
     proc = subprocess.Popen(
@@ -75,18 +77,27 @@ def server():
          "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
          "--server.fileWatcherType", "none"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
-    for _ in range(120):
+    try:
+        for _ in range(120):
+            try:
+                if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read() == b"ok":
+                    break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            pytest.fail("streamlit did not start: " + log_path.read_text()[-2000:])
+        yield url
+    finally:
+        proc.terminate()
         try:
-            if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read() == b"ok":
-                break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        proc.kill()
-        pytest.fail("streamlit did not start: " + log_path.read_text()[-2000:])
-    yield url
-    proc.terminate()
-    proc.wait(10)
-    log.close()
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
 
 
+@pytest.fixture(scope="session")
+def server():
+    """One real server shared by the browser tests."""
+    with streamlit_server() as url:
+        yield url

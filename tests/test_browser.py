@@ -63,7 +63,25 @@ def test_every_page_opens_by_direct_url(server, browser):
         # the sidebar names every page by its title, the home page "Home" (not the entrypoint's file name)
         nav = [t.strip() for t in page.locator("[data-testid=stSidebarNav] a").all_inner_texts()]
         assert [t.split("\n")[-1] for t in nav] == NAV_TITLES, nav
+        # no developer toolbar items (the "Deploy" button): .streamlit/config.toml sets toolbarMode "viewer"
+        expect(page.locator("[data-testid=stAppDeployButton]")).to_have_count(0)
+        expect(page.get_by_role("button", name="Deploy", exact=True)).to_have_count(0)
         page.screenshot(path=str(SHOTS / f"{name or 'home'}.png"), full_page=True)
+        page.close()
+
+
+def test_deep_link_as_a_fresh_servers_first_visit(browser):
+    """Until app.py's st.navigation has run once, Streamlit serves requests through its legacy pages/-folder
+    mode (the sidebar said "app" and file names); a deep link must get the declared navigation at once."""
+    from conftest import streamlit_server
+    from playwright.sync_api import expect
+
+    with streamlit_server("server_fresh.log") as url:
+        page = open_page(browser, f"{url}/Interview_QA")
+        expect(page.locator("h1").first).to_have_text("Interview Q&A")
+        nav = [t.strip() for t in page.locator("[data-testid=stSidebarNav] a").all_inner_texts()]
+        assert [t.split("\n")[-1] for t in nav] == NAV_TITLES, nav
+        assert page.url.endswith("/Interview_QA")
         page.close()
 
 

@@ -65,7 +65,27 @@ def _from_url() -> None:
         st.session_state["s_chat"] = q["chat"] not in ("0", "false", "no")
 
 
+_LEFT_PAGES_FOLDER_MODE = False
+
+
+def _leave_pages_folder_mode() -> None:
+    """Until app.py's st.navigation has run once in this server process, Streamlit serves requests through
+    its legacy pages/-folder mode (multipage apps v1): a deep link as the first visit runs the page file
+    directly, and the sidebar lists file names ("app", "Interview QA") with no icons. Leave that mode
+    (what st.navigation itself does) and rerun: app.py then declares the pages and the same URL resolves
+    through them. Once per process, as in Streamlit; AppTest puts the mode back before each of its runs,
+    where a rerun would swallow the click that started the run."""
+    global _LEFT_PAGES_FOLDER_MODE
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory and not _LEFT_PAGES_FOLDER_MODE:
+        _LEFT_PAGES_FOLDER_MODE = True
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
 def sidebar() -> Settings:
+    _leave_pages_folder_mode()
     _from_url()
     sb = st.sidebar
     sb.markdown("### Prompt")
