@@ -106,6 +106,8 @@ def test_speculative_full_cycle_in_browser(server, browser):
         times.append((time.perf_counter() - t0) * 1000)
     (SHOTS.parent / "step_ms.txt").write_text(f"median {statistics.median(times):.0f} ms; all {times}\n")
     expect(page.locator("[data-testid=stException]")).to_have_count(0)
+    page.mouse.move(1390, 990)  # no hover tooltip over the controls in the README's screenshot
+    page.wait_for_timeout(300)
     page.screenshot(path=str(SHOTS / "speculative_cycle.png"), full_page=True)
     page.close()
 
