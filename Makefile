@@ -20,7 +20,7 @@ browser:
 
 app: setup
 	$(PY) -m streamlit run app.py --server.address 127.0.0.1 --server.port $(PORT) \
-		--server.headless true --browser.gatherUsageStats false
+		--server.headless true
 
 test: setup-dev browser
 	$(PY) -m pytest -q

@@ -358,7 +358,8 @@ DEFAULT_STEPS = {"token": 2400, "feature": 3600}
 DEFAULT_LR = 1e-3
 
 
-def parser() -> argparse.ArgumentParser:
+def parse_args(argv=None) -> argparse.Namespace:
+    """The recipe's settings, every default resolved (the step budget depends on --kind)."""
     ap = argparse.ArgumentParser(prog="python -m specviz.distill", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kind", choices=["token", "feature"], default="token",
@@ -385,7 +386,7 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--steps", type=int, default=None,
                     help="training steps, cosine learning-rate decay over them (default: 2400 token, 3600 feature)")
     ap.add_argument("--minutes", type=float, default=0.0, help="also stop training after this long (0: no cap)")
-    ap.add_argument("--lr", type=float, default=None, help="default: 1e-3 for both (fc and the fuse layer learn at 0.3x)")
+    ap.add_argument("--lr", type=float, default=DEFAULT_LR, help="(fc and the fuse layer learn at 0.3x)")
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--head-vocab", type=int, default=8192, help="reduced draft head size (0: share the full head)")
@@ -393,11 +394,13 @@ def parser() -> argparse.ArgumentParser:
                     help="cache of generated data (reused when present and --regenerate is off)")
     ap.add_argument("--regenerate", action="store_true")
     ap.add_argument("--out", default=None, help="default: models/draft or models/feature_draft")
-    return ap
+    a = ap.parse_args(argv)
+    a.steps = a.steps or DEFAULT_STEPS[a.kind]
+    return a
 
 
 def main(argv=None) -> int:
-    a = parser().parse_args(argv)
+    a = parse_args(argv)
     torch.manual_seed(a.seed)
     t0 = time.time()
     target, tok = load_target(packed=False)  # layers are copied from it and trained
@@ -441,8 +444,8 @@ def main(argv=None) -> int:
         head_ids = head_subset(records, a.head_vocab, tok.eos_token_id) if a.head_vocab else None
         draft = build_draft(target, a.layers, init, head_ids)
     t_train = time.time()
-    lr = a.lr or DEFAULT_LR
-    steps = train(draft, records, a.steps or DEFAULT_STEPS[a.kind], a.minutes, lr, a.batch, a.seed, loss_fn)
+    lr = a.lr
+    steps = train(draft, records, a.steps, a.minutes, lr, a.batch, a.seed, loss_fn)
     train_meta = {"answers": len(records), "answer_tokens": n_tokens, "temperatures": temps, "topk": a.topk,
                   "answers_per_prompt": a.answers_per_prompt, "extra_subjects": a.extra_subjects,
                   "steps": steps, "batch": a.batch, "lr": lr, "lr_schedule": "cosine to 0.1x",

@@ -74,7 +74,7 @@ def streamlit_server(log_name="server.log"):
     log = open(log_path, "w")  # a file, not a pipe: an unread pipe would block the server when full
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+         "--server.port", str(port), "--server.address", "127.0.0.1",
          "--server.fileWatcherType", "none"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:

@@ -85,12 +85,12 @@ def test_shipped_drafts_were_made_by_the_default_recipe(kind):
     configs record the settings the weights were trained with, and they must be today's defaults."""
     from specviz import distill
 
-    a = distill.parser().parse_args(["--kind", kind])
+    a = distill.parse_args(["--kind", kind])
     folder = ROOT / "models" / ("feature_draft" if kind == "feature" else "draft")
     cfg = json.loads((folder / "config.json").read_text())
     train = cfg["train"]
-    assert train["steps"] == (a.steps or distill.DEFAULT_STEPS[kind])
-    assert train["lr"] == (a.lr or distill.DEFAULT_LR)
+    assert train["steps"] == a.steps
+    assert train["lr"] == a.lr
     assert train["temperatures"] == [float(t) for t in a.temperatures.split(",")]
     for key in ("batch", "seed", "topk", "answers_per_prompt", "extra_subjects"):
         assert train[key] == getattr(a, key), key
