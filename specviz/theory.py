@@ -1,10 +1,17 @@
-"""The speedup formulas (Leviathan et al. 2023), used by the pages, the benchmark and the tests.
+"""The speedup formulas of Leviathan et al. 2023 (§3.1-3.4), used by the pages, the benchmark and the tests.
 
-a: acceptance rate (probability a drafted token is accepted, assumed i.i.d.); K: drafts per cycle;
-c: cost of one draft step relative to one target step; v: cost of the target's (K+1)-token verify
-pass relative to a 1-token step (1 in the paper's idealised memory-bound model).
+a: acceptance rate (probability a drafted token is accepted, assumed i.i.d. over positions — the
+paper's simplifying assumption, not a property of real text); K: drafts per cycle; c: cost of one
+draft step relative to one target step; v: cost of the target's (K+1)-token verify pass relative to
+a 1-token step (1 in the paper's idealised memory-bound model).
+
+These are *estimates* under that model, not bounds: a real run can land below them (per-step
+overhead, a first pass that also prefills, acceptance that varies with position and content) or
+above them (acceptance higher than the mean a where runs go deep, verify cheaper than measured).
 """
 from __future__ import annotations
+
+DONT_SPECULATE = 0  # best_k's answer when no K beats plain decoding
 
 
 def expected_tokens(a: float, k: int) -> float:
@@ -15,10 +22,19 @@ def expected_tokens(a: float, k: int) -> float:
 
 
 def walltime_improvement(a: float, k: int, c: float, v: float = 1.0) -> float:
-    """Speedup over plain decoding: tokens per cycle / cost per cycle (K draft steps + one verify).
-    v = 1 is the paper's formula; v > 1 is the machine-aware bound (verify not free, e.g. on CPU)."""
+    """Estimated speedup over plain decoding: tokens per cycle / cost per cycle (K draft steps + one
+    verify). v = 1 is the paper's formula; v > 1 is the machine-aware estimate (verify not free, e.g. on CPU)."""
     return expected_tokens(a, k) / (k * c + v)
 
 
+def speculation_pays(a: float, c: float) -> bool:
+    """Leviathan et al. Corollary 3.9: with v = 1 some K gives an improvement > 1 if and only if a > c
+    (K = 1 already does: (1 + a) / (1 + c) > 1)."""
+    return a > c
+
+
 def best_k(a: float, c: float, v: float = 1.0, k_max: int = 16) -> int:
-    return max(range(1, k_max + 1), key=lambda k: walltime_improvement(a, k, c, v))
+    """The K in 1..k_max with the largest estimated improvement, or DONT_SPECULATE (0) when no K gives
+    an improvement above 1 (with v = 1: exactly when a <= c)."""
+    k = max(range(1, k_max + 1), key=lambda k: walltime_improvement(a, k, c, v))
+    return k if walltime_improvement(a, k, c, v) > 1.0 else DONT_SPECULATE

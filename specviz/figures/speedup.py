@@ -26,8 +26,10 @@ def tokens_per_pass(a: float, k_max: int = 16) -> go.Figure:
 
 
 def improvement(a: float, c: float, v_of_k=None, k_max: int = 16, measured=None) -> go.Figure:
-    """Walltime improvement vs K for several a at cost ratio c; with v_of_k (K -> verify cost), the
-    machine-aware curve tau / (K c + v). measured: (K, speedup, label) points to overlay."""
+    """Estimated walltime improvement vs K for several a at cost ratio c (Leviathan et al. Theorem 3.8, an
+    estimate under i.i.d. acceptance, not a bound); with v_of_k (K -> verify cost), the machine-aware
+    estimate tau / (K c + v). Where no K pays (a <= c), an annotation instead of a best-K marker.
+    measured: (K, speedup, label) points to overlay."""
     ks = list(range(1, k_max + 1))
     fig = go.Figure()
     top = 1.0
@@ -39,18 +41,27 @@ def improvement(a: float, c: float, v_of_k=None, k_max: int = 16, measured=None)
                                  opacity=1 if chosen else 0.6))
         if chosen:
             kb = best_k(av, c, 1.0, k_max)
-            fig.add_trace(go.Scatter(x=[kb], y=[walltime_improvement(av, kb, c)], mode="markers+text",
-                                     marker=dict(size=14, symbol="star", color="black"), text=[f"best K = {kb}"],
-                                     textposition="top center", name="best K (paper)"))
+            if kb:
+                fig.add_trace(go.Scatter(x=[kb], y=[walltime_improvement(av, kb, c)], mode="markers+text",
+                                         marker=dict(size=14, symbol="star", color="black"), text=[f"best K = {kb}"],
+                                         textposition="top center", name="best K (paper)"))
+            else:
+                fig.add_annotation(x=k_max / 2, y=0.5, showarrow=False, font=dict(size=14, color="#c62828"),
+                                   text=f"a = {av:g} ≤ c = {c:g}: no K pays — don't speculate")
             if v_of_k:
                 ym = [walltime_improvement(av, k, c, v_of_k(k)) for k in ks]
+                top = max(top, *ym)
                 fig.add_trace(go.Scatter(x=ks, y=ym, mode="lines", name=f"a = {av:g}, with measured verify cost v",
                                          line=dict(width=3, dash="dash", color="black")))
-                km = best_k(av, c, 1.0, k_max) if not v_of_k else max(ks, key=lambda k: walltime_improvement(av, k, c, v_of_k(k)))
-                fig.add_trace(go.Scatter(x=[km], y=[walltime_improvement(av, km, c, v_of_k(km))], mode="markers+text",
-                                         marker=dict(size=12, symbol="diamond", color="black"),
-                                         text=[f"best K = {km} (this machine)"], textposition="bottom center",
-                                         name="best K (machine-aware)"))
+                km = max(ks, key=lambda k: walltime_improvement(av, k, c, v_of_k(k)))
+                if walltime_improvement(av, km, c, v_of_k(km)) > 1.0:
+                    fig.add_trace(go.Scatter(x=[km], y=[walltime_improvement(av, km, c, v_of_k(km))],
+                                             mode="markers+text", marker=dict(size=12, symbol="diamond", color="black"),
+                                             text=[f"best K = {km} (this machine)"], textposition="bottom center",
+                                             name="best K (machine-aware)"))
+                else:
+                    fig.add_annotation(x=k_max / 2, y=0.3, showarrow=False, font=dict(size=13, color="#c62828"),
+                                       text="with this machine's verify cost v no K pays")
     for k, s, lab in measured or []:
         top = max(top, s)
         fig.add_trace(go.Scatter(x=[k], y=[s], mode="markers+text", marker=dict(size=16, color="#c62828", symbol="circle"),
@@ -60,7 +71,7 @@ def improvement(a: float, c: float, v_of_k=None, k_max: int = 16, measured=None)
     fig.add_hline(y=1, line_dash="dot", line_color="#c62828")
     fig.update_layout(height=420, margin=dict(l=10, r=10, t=40, b=10), xaxis_title="K (drafts per cycle)",
                       yaxis_title="speedup over plain decoding", yaxis_range=[0, top * 1.1],
-                      title=dict(text=f"Walltime improvement (1 − a^(K+1)) / ((1 − a)(Kc + 1)), c = {c:g}", x=0,
+                      title=dict(text=f"Estimated walltime improvement (1 − a^(K+1)) / ((1 − a)(Kc + 1)), c = {c:g}", x=0,
                                  font=dict(size=14)))
     return fig
 

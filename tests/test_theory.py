@@ -1,0 +1,48 @@
+"""The speedup formulas (Leviathan et al. 2023, §3): expected tokens, walltime improvement, best K and
+the rule that speculation pays only if a > c (Corollary 3.9)."""
+import pytest
+
+from specviz.figures import speedup as F
+from specviz.theory import DONT_SPECULATE, best_k, expected_tokens, speculation_pays, walltime_improvement
+
+
+def test_expected_tokens_is_the_geometric_sum():
+    for a in (0.0, 0.3, 0.7, 0.95):
+        for k in range(0, 9):
+            assert expected_tokens(a, k) == pytest.approx(sum(a ** i for i in range(k + 1)))
+    assert expected_tokens(0.7, 4) == pytest.approx(2.7731)
+    assert expected_tokens(1.0, 5) == 6
+
+
+@pytest.mark.parametrize("a,c", [(0.1, 0.2), (0.2, 0.2), (0.0, 0.0), (0.5, 0.9), (0.05, 0.5)])
+def test_no_k_pays_when_a_is_at_most_c(a, c):
+    assert not speculation_pays(a, c)
+    assert best_k(a, c) == DONT_SPECULATE == 0
+    assert max(walltime_improvement(a, k, c) for k in range(1, 65)) <= 1.0 + 1e-12
+
+
+@pytest.mark.parametrize("a,c", [(0.21, 0.2), (0.5, 0.1), (0.9, 0.05), (0.3, 0.0)])
+def test_some_k_pays_when_a_exceeds_c(a, c):
+    assert speculation_pays(a, c)
+    k = best_k(a, c)
+    assert k >= 1
+    # Corollary 3.9: the improvement is at least (1 + a) / (1 + c), the value at K = 1
+    assert walltime_improvement(a, k, c) >= (1 + a) / (1 + c) > 1
+
+
+def test_best_k_maximises_and_respects_the_verify_cost():
+    a, c = 0.8, 0.05
+    k = best_k(a, c)
+    assert all(walltime_improvement(a, k, c) >= walltime_improvement(a, j, c) for j in range(1, 17))
+    # a verify pass that costs 1.6 steps eats the whole gain of a weak draft
+    assert best_k(0.3, 0.1) >= 1 and best_k(0.3, 0.1, v=1.6) == 0
+
+
+def test_improvement_chart_handles_dont_speculate():
+    fig = F.improvement(0.1, 0.3)
+    names = [d.name for d in fig.data]
+    assert "best K (paper)" not in names
+    assert any("no K pays" in (a.text or "") for a in fig.layout.annotations)
+    fig = F.improvement(0.7, 0.1, v_of_k=lambda k: 5.0)  # paper: pays; with v = 5: nothing pays
+    names = [d.name for d in fig.data]
+    assert "best K (paper)" in names and "best K (machine-aware)" not in names
