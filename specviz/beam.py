@@ -1,11 +1,19 @@
 """Beam search, one step at a time, with the same result as transformers'
-generate(num_beams=B, length_penalty=L, early_stopping=False, do_sample=False).
+generate(num_beams=B, length_penalty=alpha, early_stopping=False, do_sample=False).
 
 Each step: every running beam is expanded over the whole vocabulary (cumulative log-prob =
-beam score + log p(token)); the best 2B candidates are ranked; a candidate that ends in EOS (or
-reaches max_new_tokens) and ranks in the top B becomes a finished hypothesis, scored
-sum log-prob / length ** length_penalty; the best B candidates that did not finish are the new beams.
-The search stops when no running beam can still beat the worst of B finished hypotheses.
+beam score + log p(token)); the best max(2, 1 + E)·B candidates are ranked, E being the number of
+EOS ids (transformers' rule: enough to refill B running beams even if every EOS of every beam ranks
+high); a candidate that ends in EOS (or reaches max_new_tokens) and ranks in the top B becomes a
+finished hypothesis, scored sum log-prob / L ** alpha with L the generated tokens including the EOS
+(prompt excluded); the best B candidates that did not finish are the new beams.
+
+Stopping (early_stopping=False, transformers' default): once B hypotheses have finished, the search
+stops when the best running beam's score *at its current length*, sum / L_now ** alpha, is no better
+than the worst finished score. With alpha > 0 that is a heuristic, not a guarantee: a running beam
+could still overtake by growing longer. transformers' early_stopping=True stops as soon as B
+hypotheses have finished; early_stopping="never" judges the running beam at max length when
+alpha > 0 (an upper bound, so the result is the exact best of what beam search can reach).
 """
 from __future__ import annotations
 
@@ -24,6 +32,12 @@ def _hyp(tokenizer, tokens, logprob, score) -> Hypothesis:
     return Hypothesis(tuple(tokens), tokenizer.decode(list(tokens)), float(logprob), float(score))
 
 
+def candidates_per_step(num_beams: int, n_eos: int) -> int:
+    """How many candidates are ranked per step: max(2, 1 + number of EOS ids) · B, as transformers does,
+    so that B running beams remain even when every EOS id ranks among the best."""
+    return max(2, 1 + n_eos) * num_beams
+
+
 @torch.inference_mode()
 def beam_steps(model, tokenizer, prompt_ids: list[int], num_beams: int, max_new_tokens: int,
                length_penalty: float = 1.0, top_n: int = 3) -> Generator[BeamStep, None, Result]:
@@ -31,6 +45,7 @@ def beam_steps(model, tokenizer, prompt_ids: list[int], num_beams: int, max_new_
         raise SpecVizError(f"Beam width must be at least 1; got {num_beams}.")
     B = num_beams
     stop = eos_ids(model, tokenizer)
+    n_cand = candidates_per_step(B, len(stop))
     dev = model.device
     # One prefill of the prompt: at step 1 only beam 0 is alive (the others start at -1e9 in
     # transformers), so its logits are all we need; the cache is copied to B rows below.
@@ -46,7 +61,7 @@ def beam_steps(model, tokenizer, prompt_ids: list[int], num_beams: int, max_new_
         logp = torch.log_softmax(logits, dim=-1)  # (beams, vocab)
         vocab = logp.shape[-1]
         total = (logp + beam_scores[:, None]).reshape(-1)
-        top_scores, top_idx = torch.topk(total, 2 * B)  # 2B: enough to refill B beams after EOS
+        top_scores, top_idx = torch.topk(total, n_cand)
         parents = (top_idx // vocab).tolist()
         tokens = (top_idx % vocab).tolist()
         scores = top_scores.tolist()
@@ -66,7 +81,7 @@ def beam_steps(model, tokenizer, prompt_ids: list[int], num_beams: int, max_new_
         finished = [(s, t, lp) for s, t, lp, _ in kept_finished]
 
         # Running: the best B candidates that did not stop.
-        live = [r for r in range(2 * B) if not hits[r]][:B]
+        live = [r for r in range(n_cand) if not hits[r]][:B]
         child_of = {r: i for i, r in enumerate(live)}
 
         # What the viewer sees: each beam's own top_n expansions plus every ranked candidate.

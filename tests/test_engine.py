@@ -74,22 +74,62 @@ def test_beam_equals_transformers(embedded, beams, penalty):
         assert sum(c.status == "kept" for c in e.candidates) == len(e.beams_after)
 
 
+def _bigram_hook(eos, seed, eos_level, spread=3.0, rows=97):
+    """A forward hook that turns the tiny model into a random bigram model whose EOS logits sit about
+    eos_level above the usual maximum: hypotheses finish at varied lengths, so the finished list, the
+    refill of the running beams and the early stop are all exercised (checked below)."""
+    g = torch.Generator().manual_seed(seed)
+    table = torch.randn(rows, 49152, generator=g) * spread
+    for e in eos:
+        table[:, e] = torch.randn(rows, generator=g) * spread + 2 * spread + eos_level
+
+    def hook(module, args, kwargs, out):
+        out.logits = table[kwargs["input_ids"] % rows]
+        return out
+    return hook
+
+
+EOS_CASES = [(eos, B, alpha, seed, level) for eos in ([2], [2, 0, 5]) for B in (2, 3) for alpha in (1.0, 0.0, 2.0)
+             for seed in range(4) for level in (3.0, 5.0)]
+# with three EOS ids these need transformers' 4B candidates: 2B leaves fewer than B beams running and
+# the search ends differently (found by search; checked by breaking beam.candidates_per_step)
+EOS_CASES += [([2, 0, 5], 3, 2.0, 4, 5.0), ([2, 0, 5], 3, 2.0, 5, 5.0), ([2, 0, 5], 3, 3.0, 4, 5.0)]
+
+
 def test_beam_finishes_on_eos_like_transformers(tiny_llama):
-    """A tiny random model hits EOS at odd places: the finished-hypothesis bookkeeping must agree."""
+    """EOS forced into the candidates (one EOS id, then three): the finished hypotheses, the refill from
+    max(2, 1 + #EOS)·B candidates and the early_stopping=False stop must agree with generate()."""
     model, tok = tiny_llama
-    model.generation_config.eos_token_id = 2
-    for seed in range(3):
-        torch.manual_seed(seed)
-        ids = torch.randint(3, 49152, (6,)).tolist()
-        # make EOS likely so hypotheses finish early
-        with torch.no_grad():
-            model.lm_head.weight[2] += 0 if seed == 0 else 0.0
-        out = model.generate(torch.tensor([ids]), max_new_tokens=8, num_beams=3, length_penalty=1.0,
-                             early_stopping=False, do_sample=False, output_scores=True,
-                             return_dict_in_generate=True)
-        _, result = run_steps(beam_steps(model, tok, ids, 3, 8, 1.0))
-        assert result.token_ids == out.sequences[0, len(ids):].tolist()
-        assert result.score == pytest.approx(float(out.sequences_scores[0]), abs=1e-4)
+    saved = model.generation_config.eos_token_id
+    early_stops = finished_early = refills = 0
+    try:
+        for eos, B, alpha, seed, level in EOS_CASES:
+            model.generation_config.eos_token_id = eos if len(eos) > 1 else eos[0]
+            hook = model.register_forward_hook(_bigram_hook(eos, seed, level), with_kwargs=True)
+            try:
+                ids = [5 + seed, 17, 33]
+                out = model.generate(torch.tensor([ids]), max_new_tokens=12, num_beams=B, length_penalty=alpha,
+                                     early_stopping=False, do_sample=False, output_scores=True,
+                                     return_dict_in_generate=True, pad_token_id=2)
+                events, result = run_steps(beam_steps(model, tok, ids, B, 12, alpha))
+            finally:
+                hook.remove()
+            case = (eos, B, alpha, seed, level)
+            assert result.token_ids == out.sequences[0, len(ids):].tolist(), case
+            assert result.score == pytest.approx(float(out.sequences_scores[0]), abs=1e-4), case
+            early_stops += events[-1].stopped.startswith("no running beam can beat")
+            finished_early += len(result.token_ids) < 12 and result.token_ids[-1] in eos
+            # a step where more than B of the best 2B candidates ended in EOS: 2B would not refill B beams
+            refills += any(sum(c.token in eos for c in e.candidates if 0 <= c.rank < 2 * B) > B for e in events)
+    finally:
+        model.generation_config.eos_token_id = saved
+    # the test is real only if these paths were taken
+    assert early_stops >= 20 and finished_early >= 20 and refills >= 3, (early_stops, finished_early, refills)
+
+
+def test_beam_candidate_count_matches_transformers():
+    from specviz.beam import candidates_per_step
+    assert [candidates_per_step(4, n) for n in (0, 1, 2, 3)] == [8, 8, 12, 16]  # max(2, 1 + #EOS) * B
 
 
 def test_sampling_equals_transformers_with_same_seed(embedded):
