@@ -1,11 +1,11 @@
-"""Interview questions in our own words, a misconceptions list, and a self-graded quiz."""
+"""Interview questions in our own words, a misconceptions list, and a self-graded quiz over both."""
 import random
 
 import streamlit as st
 
 from ui.common import sidebar
 
-from specviz.qa import load, topics
+from specviz.qa import load, quiz_items, topics
 
 st.set_page_config(page_title="Interview Q&A · SpecViz", layout="wide")
 sidebar()
@@ -15,34 +15,51 @@ PAGE_NAMES = {"pages/1_Beam_search.py": "Beam search", "pages/2_Speculative_deco
               "pages/3_Speedup_lab.py": "Speedup lab", "pages/4_Lossless_lab.py": "Lossless lab",
               "pages/5_Drafter_comparison.py": "Drafter comparison"}
 
+
+def links(page: str, source: str, label: str = "See it") -> None:
+    if page:
+        st.page_link(page, label=f"{label}: {PAGE_NAMES.get(page, page)}", icon="👉")
+    st.caption(f"Source: {source}")
+
+
 chosen = st.multiselect("Topics", topics(), default=[], key="qa_topics", placeholder="All topics")
 pool = [q for q in questions if not chosen or q.topic in chosen]
 mode = st.radio("Mode", ["Browse", "Quiz"], horizontal=True, key="qa_mode")
 
 if mode == "Browse":
-    st.caption(f"{len(pool)} questions. L4: fundamentals · L5: mechanics and trade-offs · L6: systems and design.")
+    st.caption(f"{len(pool)} questions. L4: fundamentals · L5: mechanics and trade-offs · L6: systems and design. "
+               "Figures measured by SpecViz are quoted from the model card (models/README.md) or the benchmark "
+               "(docs/bench-*.json), with their date.")
     for q in pool:
         with st.expander(f"**{q.level}** · {q.question}  ·  _{q.topic}_"):
             st.markdown(q.answer)
-            st.page_link(q.page, label=f"See it: {PAGE_NAMES.get(q.page, q.page)}", icon="👉")
+            links(q.page, q.source)
 else:
+    items = quiz_items(chosen)
     state = st.session_state.setdefault("qa_quiz", {"order": [], "i": 0, "shown": False, "right": 0, "done": 0})
-    ids = [q.id for q in pool]
+    ids = [x.id for x in items]
     if sorted(state["order"]) != sorted(ids):
         state.update(order=random.Random(len(ids)).sample(ids, len(ids)), i=0, shown=False, right=0, done=0)
     if not ids:
         st.info("No question in the chosen topics.")
     else:
-        st.metric("Score", f"{state['right']} / {state['done']}")
-        q = next(x for x in pool if x.id == state["order"][state["i"] % len(ids)])
-        st.markdown(f"**{q.level} · {q.topic}**  \n### {q.question}")
+        n = state["i"] % len(ids)
+        st.caption(f"The quiz draws from all {len(ids)} questions and misconceptions in the chosen topics.")
+        c1, c2 = st.columns(2)
+        c1.metric("Question", f"{n + 1} of {len(ids)}")
+        c2.metric("Score", f"{state['right']} / {state['done']}")
+        q = next(x for x in items if x.id == state["order"][n])
+        st.markdown(f"**{q.level} · {q.topic}**")
+        st.markdown(f"### {q.prompt}")
+        st.text_area("Your answer (write it before you reveal; it is not stored)", key=f"qa_mine_{q.id}", height=120)
         if not state["shown"]:
             if st.button("Reveal the answer", key="qa_reveal", type="primary"):
                 state["shown"] = True
                 st.rerun()
         else:
-            st.markdown(q.answer)
-            st.page_link(q.page, label=f"See it: {PAGE_NAMES.get(q.page, q.page)}", icon="👉")
+            with st.container(border=True):
+                st.markdown(q.answer)
+                links(q.page, q.source)
             c1, c2 = st.columns(2)
             if c1.button("I had it ✓", key="qa_right"):
                 state.update(right=state["right"] + 1, done=state["done"] + 1, i=state["i"] + 1, shown=False)
@@ -55,7 +72,9 @@ else:
             st.rerun()
 
 st.subheader("Misconceptions")
+st.caption(f"{len(misconceptions)} claims heard in interviews and read in guides, each with the correct version.")
 for m in misconceptions:
-    st.error(f"✗ {m.claim}")
-    st.markdown(m.correct)
-    st.page_link(m.page, label=f"Demonstrated on: {PAGE_NAMES.get(m.page, m.page)}", icon="👉")
+    with st.container(border=True):
+        st.markdown(f"**Misconception** · _{m.topic}_  \n{m.claim}")
+        st.markdown(f"**Correct** · {m.correct}")
+        links(m.page, m.source, "Demonstrated on")
