@@ -1,5 +1,9 @@
-"""logits -> the processed distribution a token is drawn from. One helper for every algorithm, so
-the target's p and the draft's q always go through exactly the same temperature / top-k / top-p.
+"""logits -> the processed distribution a token is drawn from. One helper for every algorithm.
+
+The target's p must be processed exactly as plain sampling would process it (that is the distribution
+the output follows). The draft may sample from any q, as long as the verifier divides by the q the
+draft token was actually drawn from; SpecViz passes q through the same temperature / top-k / top-p
+because a q closer to p is accepted more often, not because exactness requires it.
 
 Temperature 0 means greedy: the distribution is shown as the plain softmax, but the token is the
 argmax. The warpers are transformers' own, in the order generate() applies them.
