@@ -25,13 +25,15 @@ def home():
     with b:
         st.markdown("#### Beam search — a *search*")
         st.markdown("Keep the **B** best partial sequences by total log-probability, expand them all, prune back to B. "
-                    "It finds likelier sequences than greedy, changing *what* is generated (often blander text in chat). "
-                    "It costs B× the compute per token.")
+                    "It usually finds likelier sequences than greedy (not always: the greedy path itself can be pruned), "
+                    "changing *what* is generated (often blander text in chat). It costs about B× the compute per "
+                    "token, and the generated tokens' KV cache grows B-fold (the prompt's can be shared by all beams).")
     with c:
         st.markdown("#### Speculative decoding — an *accelerator*")
         st.markdown("A cheap draft guesses K tokens; the target verifies all of them in **one** forward pass and keeps "
                     "what it agrees with. It changes only *how fast* the target's own output appears: with the right "
-                    "accept rule the output is exactly the target's — greedy or sampled.")
+                    "accept rule the output is exactly the target's — its greedy tokens, or its sampling distribution "
+                    "(in exact arithmetic: floating-point kernels can flip a near-tie).")
 
     st.subheader("Pages")
     st.page_link("pages/1_Beam_search.py", label="Beam search — the tree of candidates, prune to B, finished hypotheses, "
