@@ -1,13 +1,14 @@
 """SpecViz entrypoint: the page list and the home page (what greedy, beam search and speculative decoding are,
-and where to see each). The list is declared with st.navigation, not found from pages/, so that the sidebar
-names every page, this one "Home" rather than the file name "app"."""
+and where to see each). The pages are declared (ui/registry.py) with st.navigation, not found from pages/, so that the
+sidebar names every page, this one "Home" rather than the file name "app"."""
 import streamlit as st
 
 from ui.common import sidebar
+from ui.registry import PAGES, navigation, page_link
 
 
 def home():
-    st.set_page_config(page_title="SpecViz — see LLM decoding decide", page_icon="🔍", layout="wide")
+    st.set_page_config(page_title="SpecViz — see LLM decoding decide")
     sidebar()
 
 
@@ -36,28 +37,9 @@ def home():
                     "(in exact arithmetic: floating-point kernels can flip a near-tie).")
 
     st.subheader("Pages")
-    st.page_link("pages/1_Beam_search.py", label="Beam search — the tree of candidates, prune to B, finished hypotheses, "
-                 "length penalty, and greedy side by side", icon="🌳")
-    st.page_link("pages/2_Speculative_decoding.py", label="Speculative decoding — draft, one verify pass, u vs min(1, p/q), "
-                 "residual or bonus, KV cache rollback", icon="⚡")
-    st.page_link("pages/3_Speedup_lab.py", label="Speedup lab — (1 − a^(K+1)) / ((1 − a)(Kc + 1)) live, and measured on "
-                 "real runs beside the theory", icon="📈")
-    st.page_link("pages/4_Lossless_lab.py", label="Lossless lab — why the output is exactly p: shape p and q, see the "
-                 "residual, and the classic mistakes", icon="⚖️")
-    st.page_link("pages/5_Drafter_comparison.py", label="Drafter comparison — hidden-state draft, token draft, n-gram and an "
-                 "untrained early exit raced on real runs: speedups and slowdowns", icon="🏁")
-    st.page_link("pages/6_Interview_QA.py", label="Interview Q&A — 30+ questions, misconceptions, a self-graded quiz",
-                 icon="🎓")
+    for page in PAGES:
+        page_link(page.path)
     st.caption("Each page keeps its own run per browser tab: two tabs never share a cursor.")
 
 
-PAGES = [
-    st.Page(home, title="Home", icon="🔍", default=True),
-    st.Page("pages/1_Beam_search.py", title="Beam search", icon="🌳"),
-    st.Page("pages/2_Speculative_decoding.py", title="Speculative decoding", icon="⚡"),
-    st.Page("pages/3_Speedup_lab.py", title="Speedup lab", icon="📈"),
-    st.Page("pages/4_Lossless_lab.py", title="Lossless lab", icon="⚖️"),
-    st.Page("pages/5_Drafter_comparison.py", title="Drafter comparison", icon="🏁"),
-    st.Page("pages/6_Interview_QA.py", title="Interview Q&A", icon="🎓"),
-]
-st.navigation(PAGES).run()
+navigation(home)

@@ -1,39 +1,34 @@
 """Beam search step by step, beside greedy on the same prompt."""
 import streamlit as st
 
-from ui.common import bounded, controls, encode, get_pair, get_replay, play_interval, play_tick, sidebar
+from ui.common import controls, encode, get_models, get_replay, play_interval, play_tick, sidebar, slider
 
 from specviz.beam import beam_steps
 from specviz.compare import beam_vs_greedy
 from specviz.figures.beam_tree import beam_tree, final_ranking
-from specviz.greedy import greedy_steps
+from specviz.plain import plain_steps
 from specviz.step import run_steps
 
-st.set_page_config(page_title="Beam search · SpecViz", layout="wide")
 settings = sidebar()
 st.title("Beam search")
 st.caption("Keep the B best partial sequences by total log-probability; expand each over the vocabulary, "
            "prune back to B, set aside those that end. A search for a likelier sequence — not a speedup.")
-pair = get_pair(settings)
+models = get_models(settings)
 
-bounded("bm_b", 1, 8, 3, "beams", "Beam width B")
-bounded("bm_lp", -1.0, 3.0, 1.0, "length_penalty", "Length penalty")
-bounded("bm_max", 2, 40, 12, "max_new_tokens", "Max new tokens")
-bounded("bm_top", 1, 6, 3, None, "Top candidates")
 c1, c2, c3, c4 = st.columns(4)
-B = c1.slider("Beam width B", 1, 8, key="bm_b")
-penalty = c2.slider("Length penalty", -1.0, 3.0, step=0.1, key="bm_lp",
-                    help="score = sum log p / length^penalty: above 0 favours longer hypotheses.")
-max_new = c3.slider("Max new tokens", 2, 40, key="bm_max")
-top_n = c4.slider("Top candidates shown per beam", 1, 6, key="bm_top")
-ids = encode(pair, settings, max_new)
+B = slider(c1, "Beam width B", "bm_b", 1, 8, 3, "beams")
+penalty = slider(c2, "Length penalty", "bm_lp", -1.0, 3.0, 1.0, "length_penalty", step=0.1,
+                 help="score = sum log p / length^penalty: above 0 favours longer hypotheses.")
+max_new = slider(c3, "Max new tokens", "bm_max", 2, 40, 12, "max_new_tokens")
+top_n = slider(c4, "Top candidates shown per beam", "bm_top", 1, 6, 3)
+ids = encode(models, settings, max_new)
 params = (tuple(ids), B, penalty, max_new, top_n, settings.target)
-replay = get_replay("beam", params, lambda: beam_steps(pair.target, pair.tokenizer, ids, B, max_new, penalty, top_n))
+replay = get_replay("beam", params, lambda: beam_steps(models.target, models.tokenizer, ids, B, max_new, penalty, top_n))
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def greedy_reference(ids: tuple, max_new: int, model_key):
-    _, r = run_steps(greedy_steps(pair.target, pair.tokenizer, list(ids), max_new))
+    _, r = run_steps(plain_steps(models.target, models.tokenizer, list(ids), max_new))
     return r.token_ids, r.logprob
 
 
@@ -62,7 +57,7 @@ def view():
     st.subheader("Beam vs greedy on the same prompt")
     g1, g2 = st.columns(2)
     g1.markdown("**Greedy**")
-    g1.text(pair.tokenizer.decode(g_ids))
+    g1.text(models.tokenizer.decode(g_ids))
     g1.metric("Total log-prob", f"{g_lp:.3f}")
     g2.markdown("**Beam (best finished so far)**")
     if step.finished:
@@ -70,7 +65,7 @@ def view():
         g2.text(best.text)
         g2.metric("Total log-prob", f"{best.logprob:.3f}", delta=f"{best.logprob - g_lp:+.3f} vs greedy")
         if replay.at_end:
-            st.info(beam_vs_greedy(pair.tokenizer, g_ids, g_lp, list(best.tokens), best.logprob))
+            st.info(beam_vs_greedy(models.tokenizer, g_ids, g_lp, list(best.tokens), best.logprob))
     else:
         g2.caption("Step until a hypothesis finishes (EOS or max new tokens).")
 

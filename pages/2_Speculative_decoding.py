@@ -2,60 +2,56 @@
 bonus, cache rollback."""
 import streamlit as st
 
-from ui.common import bounded, controls, encode, get_pair, get_replay, play_interval, play_tick, sidebar
+from ui.common import bounded, controls, encode, get_models, get_replay, play_interval, play_tick, sidebar, slider
 
-from specviz.drafters import LABELS, drafter_choices, make_drafter
+from specviz.drafters import ALIASES, LABELS, drafter_choices, make_drafter
 from specviz.figures import spec_cycle as F
 from specviz.metrics import spec_phases, spec_stages, spec_summary
 from specviz.sampling import SamplingConfig
 from specviz.speculative import speculative_steps
 
-st.set_page_config(page_title="Speculative decoding · SpecViz", layout="wide")
 settings = sidebar()
 st.title("Speculative decoding")
 st.caption("A small draft guesses K tokens; the big target checks all of them in one forward pass and keeps "
            "the longest prefix it agrees with — plus one token of its own. The output is exactly the target's.")
-pair = get_pair(settings)
+models = get_models(settings)
 
-bounded("sp_k", 1, 16, 4, "k", "K")
-bounded("sp_max", 8, 128, 48, "max_new_tokens", "Max new tokens")
-bounded("sp_temp", 0.05, 2.0, 1.0, "temperature", "Temperature")
-bounded("sp_top_p", 0.05, 1.0, 1.0, "top_p", "Top-p")
 bounded("sp_seed", 0, 2**31 - 1, 0, "seed", "Seed")
 if "sp_url" not in st.session_state:  # ?mode=sampling&drafter=ngram on a first visit
     st.session_state["sp_url"] = True
     if st.query_params.get("mode") == "sampling":
         st.session_state["sp_mode"] = "rejection sampling"
-    if st.query_params.get("drafter") in LABELS:
-        st.session_state["sp_drafter"] = LABELS[st.query_params["drafter"]]
+    asked = ALIASES.get(st.query_params.get("drafter"), st.query_params.get("drafter"))
+    if asked in LABELS:
+        st.session_state["sp_drafter"] = LABELS[asked]
 c1, c2, c3, c4 = st.columns(4)
-k = c1.slider("K (draft tokens per cycle)", 1, 16, key="sp_k")
-drafters = drafter_choices(pair)
-if st.session_state.get("sp_drafter") not in drafters:  # e.g. a link asked for a draft this pair lacks
+k = slider(c1, "K (draft tokens per cycle)", "sp_k", 1, 16, 4, "k")
+drafters = drafter_choices(models)
+if st.session_state.get("sp_drafter") not in drafters:  # e.g. a link asked for a draft these models lack
     st.session_state["sp_drafter"] = next(iter(drafters))
 drafter_name = c2.selectbox("Drafter", list(drafters), key="sp_drafter")
 mode = c3.radio("Verification", ["greedy match", "rejection sampling"], key="sp_mode", horizontal=True)
-max_new = c4.slider("Max new tokens", 8, 128, key="sp_max")
+max_new = slider(c4, "Max new tokens", "sp_max", 8, 128, 48, "max_new_tokens")
 c5, c6, c7, c8 = st.columns(4)
 sampling = mode == "rejection sampling"
-temperature = c5.slider("Temperature", 0.05, 2.0, step=0.05, key="sp_temp", disabled=not sampling,
-                        help="Greedy match uses temperature 0; rejection sampling needs a temperature above 0.")
-top_p = c6.slider("Top-p", 0.05, 1.0, step=0.05, key="sp_top_p", disabled=not sampling)
+temperature = slider(c5, "Temperature", "sp_temp", 0.05, 2.0, 1.0, "temperature", step=0.05, disabled=not sampling,
+                     help="Greedy match uses temperature 0; rejection sampling needs a temperature above 0.")
+top_p = slider(c6, "Top-p", "sp_top_p", 0.05, 1.0, 1.0, "top_p", step=0.05, disabled=not sampling)
 seed = c7.number_input("Seed", 0, 2**31 - 1, key="sp_seed", disabled=not sampling)
 dynamic = c8.toggle("Dynamic K (+2 after all accepted, −1 after a rejection)", key="sp_dynamic")
 ee_layers = 4
 if drafter_name.startswith("early exit"):
-    ee_layers = st.slider("Early-exit layers L", 1, pair.target.config.num_hidden_layers - 1, 4, key="sp_ee")
+    ee_layers = st.slider("Early-exit layers L", 1, models.target.config.num_hidden_layers - 1, 4, key="sp_ee")
 
-ids = encode(pair, settings, max_new)
+ids = encode(models, settings, max_new)
 cfg = SamplingConfig(temperature if sampling else 0.0, 0, top_p if sampling else 1.0, int(seed) if sampling else 0)
 kind = drafters[drafter_name]
 params = (tuple(ids), k, kind, ee_layers, cfg, dynamic, max_new, settings.target, settings.draft)
 
 
 def factory():
-    drafter = make_drafter(kind, pair, early_exit_layers=ee_layers)
-    return speculative_steps(pair.target, drafter, pair.tokenizer, ids, max_new, k, cfg, dynamic, k_max=16)
+    drafter = make_drafter(kind, models, early_exit_layers=ee_layers)
+    return speculative_steps(models.target, drafter, models.tokenizer, ids, max_new, k, cfg, dynamic, k_max=16)
 
 
 replay = get_replay("spec", params, factory, phases=spec_phases)
@@ -96,19 +92,22 @@ def view():
                    "reads the target's hidden states, so it cannot draft before they exist (counted as a target pass).")
 
     done = replay.shown() if "resolve" in upto else replay.shown()[:-1]
-    tok = pair.tokenizer
+    tok = models.tokenizer
     chips = [(tok.decode([t]), o, t) for c in done for t, o in zip(c.emitted, c.origins)]
     st.markdown("**Output so far** " + F.chip_legend(), unsafe_allow_html=True)
     st.markdown(F.token_chips(chips) if chips else "<i>nothing yet</i>", unsafe_allow_html=True)
     s = spec_summary(done)
     m = st.columns(5)
-    m[0].metric("Target passes", s["target_passes"])
+    m[0].metric("Target passes", s["target_passes"],
+                help=f"{s['verify_passes']} verify pass{'es' if s['verify_passes'] != 1 else ''}"
+                     + (f" + {s['prefill_passes']} prefill pass over the prompt" if s["prefill_passes"] else ""))
     m[1].metric("Draft passes", s["draft_passes"])
-    m[2].metric("Tokens per target pass", f"{s['mean_acceptance_length']:.2f}",
-                help="Mean acceptance length: output tokens / target passes, including each pass's bonus or "
-                     "correction token.")
-    m[3].metric("Acceptance rate", f"{s['acceptance_rate']:.0%}", help="Accepted / drafted tokens the verifier ruled on.")
-    m[4].metric("Target alone would need", f"{s['plain_target_passes']} passes")
+    m[2].metric("Tokens per verify pass", f"{s['mean_acceptance_length']:.2f}",
+                help="Mean acceptance length: output tokens / verify passes, including each pass's bonus or "
+                     "correction token" + (" (the prefill pass is not a verify pass)." if s["prefill_passes"] else "."))
+    m[3].metric("Acceptance rate", "—" if s["acceptance_rate"] is None else f"{s['acceptance_rate']:.0%}",
+                help="Accepted / drafted tokens the verifier ruled on (— until something was drafted).")
+    m[4].metric("Target alone would need", f"{s['plain_target_passes']} pass{'es' if s['plain_target_passes'] != 1 else ''}")
     if s["per_position"]:
         st.caption("Acceptance by draft position: " + " · ".join(
             f"{i + 1}: {a:.0%} ({r})" for i, (a, r) in enumerate(zip(s["per_position"], s["reached"]))))

@@ -1,14 +1,13 @@
 """The speedup formulas, live, with a and c measured from real runs beside the theory."""
 import streamlit as st
 
-from ui.common import encode, get_pair, sidebar
+from ui.common import encode, get_models, sidebar
 
 from specviz.drafters import drafter_choices, make_drafter
 from specviz.figures import speedup as F
 from specviz.measure import forward_ms, speculative_vs_plain
 from specviz.theory import best_k, expected_tokens, speculation_pays, walltime_improvement
 
-st.set_page_config(page_title="Speedup lab · SpecViz", layout="wide")
 settings = sidebar()
 st.title("Speedup lab")
 st.caption("How much faster is speculative decoding? It depends on three numbers: the acceptance rate a, the "
@@ -39,10 +38,10 @@ with_v = st.toggle("Add the verify cost v measured on this machine (a (K+1)-toke
 
 @st.cache_resource(show_spinner=False)
 def verify_costs(model_key):
-    pair = get_pair(settings)
-    ctx = encode(pair, settings, 16)
-    t1 = forward_ms(pair.target, ctx, 1, repeats=5)
-    return t1, {k: forward_ms(pair.target, ctx, k + 1, repeats=5) / t1 for k in range(1, 17)}
+    models = get_models(settings)
+    ctx = encode(models, settings, 16)
+    t1 = forward_ms(models.target, ctx, 1, repeats=5)
+    return t1, {k: forward_ms(models.target, ctx, k + 1, repeats=5) / t1 for k in range(1, 17)}
 
 
 v_of_k = None
@@ -62,19 +61,19 @@ points = [(measured["k"], measured["speedup"], f"measured {measured['speedup']:.
 right.plotly_chart(F.improvement(a, c, v_of_k, measured=points), key="sl_improve")
 
 st.subheader("Measure it on the current prompt")
-pair = get_pair(settings)
+models = get_models(settings)
 d1, d2, d3 = st.columns(3)
-kinds = drafter_choices(pair)
+kinds = drafter_choices(models)
 if st.session_state.get("sl_drafter") not in kinds:
     st.session_state.pop("sl_drafter", None)
 drafter_name = d1.selectbox("Drafter", list(kinds), key="sl_drafter")
 mk = d2.slider("K for the measurement", 1, 16, 4, key="sl_mk")
 max_new = d3.slider("New tokens", 16, 128, 48, key="sl_max")
 if st.button("Run plain and speculative decoding", type="primary", key="sl_run"):
-    ids = encode(pair, settings, max_new)
-    drafter = make_drafter(kinds[drafter_name], pair, early_exit_layers=4)
+    ids = encode(models, settings, max_new)
+    drafter = make_drafter(kinds[drafter_name], models, early_exit_layers=4)
     bar = st.progress(0.0, text="starting…")
-    res = speculative_vs_plain(pair.target, drafter, pair.tokenizer, ids, max_new, mk,
+    res = speculative_vs_plain(models.target, drafter, models.tokenizer, ids, max_new, mk,
                                progress=lambda f, msg: bar.progress(f, text=msg),
                                draft_model=getattr(drafter, "model", None))
     res["drafter"] = drafter_name
@@ -119,5 +118,5 @@ st.markdown(
     "token draft at K = 4 ran at 0.91× plain greedy. SpecViz packs the weights once for oneDNN when it loads a "
     "model on CPU (`specviz/packed.py`): greedy got 1.89× faster, and a verify pass costs more than one step but "
     "far less than K+1 (same run: v = 1.10 for 3 tokens, 1.22 for 5, 1.57 for 9), which is what turns the "
-    "distilled draft from a slowdown into a speedup here (1.12× at K = 4). Toggle the measured v above to see "
+    "token draft from a slowdown into a speedup here (1.12× at K = 4). Toggle the measured v above to see "
     "this machine's numbers.")

@@ -2,16 +2,15 @@
 import pandas as pd
 import streamlit as st
 
-from ui.common import encode, get_pair, sidebar
+from ui.common import encode, get_models, sidebar
 
 from specviz.drafters import make_drafter
 from specviz.figures import lossless as F
 from specviz.lossless import output_distribution, simulate
 from specviz.measure import chi_square, first_tokens
 from specviz.sampling import SamplingConfig
-from specviz.speculative import residual
+from specviz.verify import residual
 
-st.set_page_config(page_title="Lossless lab · SpecViz", layout="wide")
 settings = sidebar()
 st.title("Lossless lab")
 st.caption("Accept the draft's token x with probability min(1, p(x)/q(x)); on rejection draw from "
@@ -58,23 +57,23 @@ except Exception as e:  # a table with no positive weight, text in a number colu
     st.warning(f"p and q need non-negative numbers with a positive total ({type(e).__name__}).")
 
 st.subheader("Real-model mode")
-pair = get_pair(settings)
+models = get_models(settings)
 r1, r2, r3 = st.columns(3)
 n = r1.select_slider("Samples of each kind", [50, 100, 200, 400], value=100, key="ll_real_n")
 temperature = r2.slider("Temperature", 0.3, 2.0, 1.0, 0.1, key="ll_temp")
 top_k = r3.slider("Top-k (0 = off)", 0, 50, 10, key="ll_topk")
 if st.button("Sample the first token both ways", key="ll_run", type="primary"):
-    ids = encode(pair, settings, 2)
+    ids = encode(models, settings, 2)
     cfg = SamplingConfig(temperature, top_k, 1.0, 0)
-    kind = "model" if pair.draft is not None else "early-exit"
+    kind = "model" if models.draft is not None else "early-exit"
     bar = st.progress(0.0, text="sampling…")
-    spec, plain = first_tokens(pair.target, lambda: make_drafter(kind, pair, early_exit_layers=4), pair.tokenizer,
+    spec, plain = first_tokens(models.target, lambda: make_drafter(kind, models, early_exit_layers=4), models.tokenizer,
                                ids, n, cfg, progress=lambda f, m: bar.progress(min(f, 1.0), text=m))
     st.session_state["ll_real"] = (spec, plain, chi_square(spec, plain))
 if "ll_real" in st.session_state:
     spec, plain, test = st.session_state["ll_real"]
     cats = test["categories"]
-    names = [pair.tokenizer.decode([t]) for t in cats] + (["other"] if len(test["table"][0]) > len(cats) else [])
+    names = [models.tokenizer.decode([t]) for t in cats] + (["other"] if len(test["table"][0]) > len(cats) else [])
     st.plotly_chart(F.counts(names, test["table"][0], test["table"][1]), key="ll_counts")
     st.markdown(f"Chi-square = **{test['statistic']:.2f}** on {test['dof']} degrees of freedom, p-value = "
                 f"**{test['pvalue']:.3f}**. A p-value that is not tiny means no detectable difference between the two "

@@ -1,56 +1,52 @@
-"""The feature draft, the distilled draft, n-gram lookup and an untrained early exit on the same prompt."""
+"""The feature draft, the token draft, n-gram lookup and an untrained early exit on the same prompt."""
 import pandas as pd
 import streamlit as st
 
-from ui.common import encode, get_pair, sidebar
+from ui.common import encode, get_models, sidebar, slider
 
-from specviz.drafters import FEATURE_LABEL, make_drafter
+from specviz.drafters import drafter_choices, make_drafter
 from specviz.figures.drafters import speedup_bars
 from specviz.measure import compare_drafters
 
-st.set_page_config(page_title="Drafter comparison · SpecViz", layout="wide")
 settings = sidebar()
 st.title("Drafter comparison")
 st.caption("Speculative decoding is only as good as its drafter. Same prompt, same K, greedy verification "
            "(so every output is identical): only the speed differs.")
-pair = get_pair(settings)
+models = get_models(settings)
 with st.expander("The drafters", expanded=False):
     st.markdown(
         "- **Feature draft (EAGLE-style)** — one decoder layer that reads the embedding of "
         "each token *and* the target's own hidden states at the position before (layers 10, 20 and the final one, "
         "which the verify pass computes anyway), and drafts by feeding its own output back in their place. "
-        "Rolled back to the target's real states after every verify pass. `specviz/eagle.py`.\n"
-        "- **Draft model** — a token-only one-layer draft distilled on the target's outputs: a tiny language model "
+        "Rolled back to the target's real states after every verify pass. `specviz/drafters/feature.py`.\n"
+        "- **Token draft** — a token-only one-layer draft distilled on the target's outputs: a tiny language model "
         "of its own. It also runs in `transformers` assisted generation.\n"
         "- **n-gram lookup** — no model: copies what followed the last few tokens earlier in the text. Free, "
         "and strong when the answer repeats the prompt.\n"
         "- **Early exit (untrained)** — the target's first L layers with its head: cheap but rarely right, "
         "the honest *bad* drafter.")
 c1, c2, c3, c4 = st.columns(4)
-K = c1.slider("K", 1, 16, 4, key="dc_k")
-L = c2.slider("Early-exit layers L", 1, pair.target.config.num_hidden_layers - 1, 4, key="dc_l")
-max_new = c3.slider("New tokens", 16, 128, 48, key="dc_max")
-rounds = c4.slider("Timing rounds", 1, 7, 3, key="dc_rounds",
-                   help="Each round times plain greedy and every drafter once, interleaved; the table shows "
-                        "medians. One round is quick but moves by about ±10 % from click to click.")
+K = slider(c1, "K", "dc_k", 1, 16, 4)
+L = c2.slider("Early-exit layers L", 1, models.target.config.num_hidden_layers - 1, 4, key="dc_l")
+max_new = slider(c3, "New tokens", "dc_max", 16, 128, 48)
+rounds = slider(c4, "Timing rounds", "dc_rounds", 1, 7, 3,
+                help="Each round times plain greedy and every drafter once, interleaved; the table shows "
+                     "medians. One round is quick but moves by about ±10 % from click to click.")
 if st.button("Run all drafters", type="primary", key="dc_run"):
-    ids = encode(pair, settings, max_new)
-    drafters = {}
-    if pair.feature_draft is not None:
-        drafters[FEATURE_LABEL] = lambda: make_drafter("feature", pair)
-    if pair.draft is not None:
-        drafters[f"draft model ({pair.draft_name})"] = lambda: make_drafter("model", pair)
-    drafters["n-gram lookup"] = lambda: make_drafter("ngram")
-    drafters[f"early exit, first {L} layers (untrained)"] = lambda: make_drafter("early-exit", pair, early_exit_layers=L)
+    ids = encode(models, settings, max_new)
+    # every drafter these models can run, labelled as in the speculative page's picker
+    drafters = {(f"early exit, first {L} layers (untrained)" if kind == "early-exit" else label):
+                (lambda kind=kind: make_drafter(kind, models, early_exit_layers=L))
+                for label, kind in drafter_choices(models).items()}
     bar = st.progress(0.0, text="starting…")
-    st.session_state["dc_rows"] = compare_drafters(pair.target, pair.tokenizer, ids, drafters, K, max_new, rounds,
+    st.session_state["dc_rows"] = compare_drafters(models.target, models.tokenizer, ids, drafters, K, max_new, rounds,
                                                    progress=lambda f, m: bar.progress(min(f, 1.0), text=m))
     st.rerun()
 rows = st.session_state.get("dc_rows")
 if rows:
     df = pd.DataFrame(rows).drop(columns=["rounds"])
     df["speedup range"] = [f"{lo:.2f}–{hi:.2f}×" for lo, hi in df["speedup range"]]
-    st.dataframe(df.style.format({"acceptance rate": "{:.0%}", "tokens per target pass": "{:.2f}",
+    st.dataframe(df.style.format({"acceptance rate": "{:.0%}", "tokens per verify pass": "{:.2f}",
                                   "speedup vs plain greedy": "{:.2f}×", "seconds": "{:.2f}", "plain seconds": "{:.2f}"}),
                  hide_index=True)
     st.caption(f"Seconds are medians of {rows[0]['rounds']} interleaved rounds; the speedup range is the lowest and "

@@ -4,21 +4,18 @@ import random
 import streamlit as st
 
 from ui.common import sidebar
+from ui.registry import BY_PATH
 
 from specviz.qa import load, quiz_items, topics
 
-st.set_page_config(page_title="Interview Q&A · SpecViz", layout="wide")
 sidebar()
 st.title("Interview Q&A")
 questions, misconceptions = load()
-PAGE_NAMES = {"pages/1_Beam_search.py": "Beam search", "pages/2_Speculative_decoding.py": "Speculative decoding",
-              "pages/3_Speedup_lab.py": "Speedup lab", "pages/4_Lossless_lab.py": "Lossless lab",
-              "pages/5_Drafter_comparison.py": "Drafter comparison"}
 
 
 def links(page: str, source: str, label: str = "See it") -> None:
     if page:
-        st.page_link(page, label=f"{label}: {PAGE_NAMES.get(page, page)}", icon="👉")
+        st.page_link(page, label=f"{label}: {BY_PATH[page].title}", icon=BY_PATH[page].icon)
     st.caption(f"Source: {source}")
 
 

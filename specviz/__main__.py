@@ -5,6 +5,9 @@ import argparse
 import json
 import sys
 
+from .errors import SpecVizError
+from .prompting import check_text
+
 
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m specviz")
@@ -18,7 +21,7 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--length-penalty", type=float, default=1.0)
     d.add_argument("--k", type=int, default=4, help="draft tokens per cycle")
     d.add_argument("--dynamic-k", action="store_true")
-    d.add_argument("--drafter", choices=["feature", "model", "ngram", "early-exit"], default=None,
+    d.add_argument("--drafter", choices=["feature", "token", "model", "ngram", "early-exit"], default=None,
                    help="default: the feature draft (embedded target), else the draft model, else n-gram lookup")
     d.add_argument("--early-exit-layers", type=int, default=4)
     d.add_argument("--temperature", type=float, default=None,
@@ -35,10 +38,6 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _check(a) -> None:
-    from .errors import SpecVizError
-
-    from .prompting import check_text
-
     check_text(a.prompt)  # before the model loads: bad input fails fast
     if a.max_new_tokens < 1 or a.max_new_tokens > 4096:
         raise SpecVizError(f"--max-new-tokens must be between 1 and 4096; got {a.max_new_tokens}.")
@@ -51,10 +50,11 @@ def _check(a) -> None:
 
 
 def decode(a) -> dict:
+    # imported here, not at the top: `--help` and bad input answer before torch and transformers load
     from .beam import beam_steps
     from .drafters import drafter_choices, make_drafter
-    from .greedy import greedy_steps
-    from .models import load_pair, load_target
+    from .plain import plain_steps
+    from .models import load_models, load_target
     from .prompting import context_size, encode_prompt
     from .sampling import SamplingConfig
     from .speculative import speculative_steps
@@ -66,8 +66,8 @@ def decode(a) -> dict:
     if not a.json:
         print("loading model (the first run converts the embedded GGUF, ~20 s)...", file=sys.stderr, flush=True)
     if a.method == "speculative":
-        pair = load_pair(a.target, a.draft, a.device)
-        model, tok = pair.target, pair.tokenizer
+        models = load_models(a.target, a.draft, a.device)
+        model, tok = models.target, models.tokenizer
     else:
         model, tok = load_target(a.target, a.device)
     ids = encode_prompt(tok, a.prompt, a.chat, context_size(model), a.max_new_tokens)
@@ -75,11 +75,11 @@ def decode(a) -> dict:
     def one(seed: int):
         c = SamplingConfig(cfg.temperature, cfg.top_k, cfg.top_p, seed)
         if a.method in ("greedy", "sample"):
-            return run_steps(greedy_steps(model, tok, ids, a.max_new_tokens, c))[1]
+            return run_steps(plain_steps(model, tok, ids, a.max_new_tokens, c))[1]
         if a.method == "beam":
             return run_steps(beam_steps(model, tok, ids, a.num_beams, a.max_new_tokens, a.length_penalty))[1]
-        kind = a.drafter or next(iter(drafter_choices(pair).values()))  # the best this pair has
-        drafter = make_drafter(kind, pair, early_exit_layers=a.early_exit_layers)
+        kind = a.drafter or next(iter(drafter_choices(models).values()))  # the best these models have
+        drafter = make_drafter(kind, models, early_exit_layers=a.early_exit_layers)
         return run_steps(speculative_steps(model, drafter, tok, ids, a.max_new_tokens, a.k, c, a.dynamic_k))[1]
 
     results = [one(a.seed + i) for i in range(a.num_samples)]
@@ -91,8 +91,6 @@ def decode(a) -> dict:
 
 
 def main(argv=None) -> int:
-    from .errors import SpecVizError
-
     a = _parser().parse_args(argv)
     try:
         out = decode(a)
@@ -107,7 +105,7 @@ def main(argv=None) -> int:
         print(out["text"])
         extra = f"  score {out['score']:.4f}" if out.get("score") is not None else ""
         print(f"\n[{a.method}: {len(out['token_ids'])} tokens, {out['target_passes']} target passes, "
-              f"{out['draft_passes']} draft passes, {out['mean_acceptance_length']:.2f} tokens/target pass{extra}]",
+              f"{out['draft_passes']} draft passes, {out['mean_acceptance_length']:.2f} tokens/verify pass{extra}]",
               file=sys.stderr)
     return 0
 

@@ -60,63 +60,25 @@ def beam_steps(model, tokenizer, prompt_ids: list[int], num_beams: int, max_new_
         gen_len = step + 1
         logp = torch.log_softmax(logits, dim=-1)  # (beams, vocab)
         vocab = logp.shape[-1]
-        total = (logp + beam_scores[:, None]).reshape(-1)
-        top_scores, top_idx = torch.topk(total, n_cand)
-        parents = (top_idx // vocab).tolist()
-        tokens = (top_idx % vocab).tolist()
-        scores = top_scores.tolist()
+        top_scores, top_idx = torch.topk((logp + beam_scores[:, None]).reshape(-1), n_cand)
+        parents, tokens, scores = (top_idx // vocab).tolist(), (top_idx % vocab).tolist(), top_scores.tolist()
         last = gen_len == max_new_tokens
         hits = [t in stop or last for t in tokens]
-
-        # Finished: candidates that hit a stop and rank in the top B. Keep the best B overall.
-        new_finished = []
-        for r in range(B):
-            if hits[r]:
-                seq = beams[parents[r]] + [tokens[r]]
-                new_finished.append((scores[r] / (gen_len ** length_penalty), seq, scores[r], r))
-        pool = [(s, t, lp, -1) for s, t, lp in finished] + new_finished
-        pool.sort(key=lambda h: -h[0])
-        kept_finished = pool[:B]
-        finished_ranks = {h[3] for h in kept_finished if h[3] >= 0}
-        finished = [(s, t, lp) for s, t, lp, _ in kept_finished]
-
-        # Running: the best B candidates that did not stop.
-        live = [r for r in range(n_cand) if not hits[r]][:B]
-        child_of = {r: i for i, r in enumerate(live)}
-
-        # What the viewer sees: each beam's own top_n expansions plus every ranked candidate.
-        rank_of = {(p, t): r for r, (p, t) in enumerate(zip(parents, tokens))}
-        shown = {(p, t) for p, t in zip(parents, tokens)}
-        if top_n:
-            own = torch.topk(logp, min(top_n, vocab), dim=-1).indices.tolist()
-            shown |= {(b, t) for b in range(len(beams)) for t in own[b] if float(beam_scores[b]) > NEG / 2}
-        candidates = []
-        for p, t in sorted(shown, key=lambda pt: -(float(logp[pt[0], pt[1]]) + float(beam_scores[pt[0]]))):
-            r = rank_of.get((p, t), -1)
-            status = "kept" if r in child_of else "finished" if r in finished_ranks else "pruned"
-            candidates.append(BeamCandidate(p, t, token_text(tokenizer, t), float(logp[p, t]),
-                                            float(logp[p, t] + beam_scores[p]), status, r, child_of.get(r, -1)))
+        finished, finished_ranks = update_finished(finished, beams, parents, tokens, scores, hits, B,
+                                                   gen_len ** length_penalty)
+        live = [r for r in range(n_cand) if not hits[r]][:B]  # running: the best B candidates that did not stop
+        candidates = shown_candidates(tokenizer, logp, beam_scores, parents, tokens, live, finished_ranks, top_n)
 
         before = tuple(_hyp(tokenizer, b, s, s / max(len(b), 1) ** length_penalty)
                        for b, s in zip(beams, beam_scores.tolist()))
+        beams = [beams[parents[r]] + [tokens[r]] for r in live]
         if live:
-            beams = [beams[parents[r]] + [tokens[r]] for r in live]
             beam_scores = torch.tensor([scores[r] for r in live], device=dev)
-        else:
-            beams = []
         after = tuple(_hyp(tokenizer, b, s, s / gen_len ** length_penalty) for b, s in zip(beams, beam_scores.tolist()))
-        fin = tuple(_hyp(tokenizer, t, lp, s) for s, t, lp in finished)
-
-        # Stop when no running beam can beat the worst finished one (early_stopping=False heuristic:
-        # the best running score judged at the current length), or nothing is left to run.
-        stopped = ""
-        if last:
-            stopped = f"reached max new tokens ({max_new_tokens})"
-        elif not live:
-            stopped = "no running beam left"
-        elif len(finished) == B and float(beam_scores[0]) / gen_len ** length_penalty <= finished[-1][0]:
-            stopped = "no running beam can beat the finished hypotheses"
-        yield BeamStep(step, before, tuple(candidates), after, fin, stopped)
+        stopped = stop_reason(last, max_new_tokens, live, finished, B,
+                              float(beam_scores[0]) / gen_len ** length_penalty if live else None)
+        yield BeamStep(step, before, tuple(candidates), after,
+                       tuple(_hyp(tokenizer, t, lp, s) for s, t, lp in finished), stopped)
         if stopped:
             break
 
@@ -130,5 +92,45 @@ def beam_steps(model, tokenizer, prompt_ids: list[int], num_beams: int, max_new_
 
     best_score, best_tokens, best_lp = finished[0]
     return Result("beam", list(prompt_ids), list(best_tokens), tokenizer.decode(best_tokens, skip_special_tokens=True),
-                  Counters(target_passes=passes), score=float(best_score), logprob=float(best_lp),
-                  finished=[_hyp(tokenizer, t, lp, s) for s, t, lp in finished])
+                  Counters(target_passes=passes, tokens=len(best_tokens)), score=float(best_score),
+                  logprob=float(best_lp), finished=[_hyp(tokenizer, t, lp, s) for s, t, lp in finished])
+
+
+def update_finished(finished, beams, parents, tokens, scores, hits, B: int, length_norm: float):
+    """Candidates that hit a stop and rank in the top B become finished hypotheses, scored
+    logprob / L ** alpha (length_norm); the best B finished overall are kept. Returns (finished, the ranks
+    of this step's candidates that were kept as finished)."""
+    new = [(scores[r] / length_norm, beams[parents[r]] + [tokens[r]], scores[r], r) for r in range(B) if hits[r]]
+    pool = sorted([(s, t, lp, -1) for s, t, lp in finished] + new, key=lambda h: -h[0])[:B]
+    return [(s, t, lp) for s, t, lp, _ in pool], {h[3] for h in pool if h[3] >= 0}
+
+
+def shown_candidates(tokenizer, logp, beam_scores, parents, tokens, live, finished_ranks, top_n: int):
+    """What the viewer sees: each beam's own top_n expansions plus every ranked candidate, best first, each
+    marked kept / finished / pruned."""
+    child_of = {r: i for i, r in enumerate(live)}
+    rank_of = {(p, t): r for r, (p, t) in enumerate(zip(parents, tokens))}
+    shown = set(rank_of)
+    if top_n:
+        own = torch.topk(logp, min(top_n, logp.shape[-1]), dim=-1).indices.tolist()
+        shown |= {(b, t) for b in range(logp.shape[0]) for t in own[b] if float(beam_scores[b]) > NEG / 2}
+    out = []
+    for p, t in sorted(shown, key=lambda pt: -(float(logp[pt[0], pt[1]]) + float(beam_scores[pt[0]]))):
+        r = rank_of.get((p, t), -1)
+        status = "kept" if r in child_of else "finished" if r in finished_ranks else "pruned"
+        out.append(BeamCandidate(p, t, token_text(tokenizer, t), float(logp[p, t]),
+                                 float(logp[p, t] + beam_scores[p]), status, r, child_of.get(r, -1)))
+    return out
+
+
+def stop_reason(last: bool, max_new_tokens: int, live, finished, B: int, best_running: float | None) -> str:
+    """Why the search ends at this step ("" while it goes on). early_stopping=False: once B hypotheses have
+    finished, stop when the best running beam's score at its current length is no better than the worst
+    finished one."""
+    if last:
+        return f"reached max new tokens ({max_new_tokens})"
+    if not live:
+        return "no running beam left"
+    if len(finished) == B and best_running <= finished[-1][0]:
+        return "no running beam can beat the finished hypotheses"
+    return ""

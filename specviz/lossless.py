@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import torch
 
-from .speculative import accept_probability, residual
+from .errors import SpecVizError
+from .verify import accept_probability, residual
 
 
 def _normalize(v: torch.Tensor) -> torch.Tensor:
     v = torch.as_tensor(v, dtype=torch.float64)
     if (v < 0).any() or v.sum() <= 0:
-        from .errors import SpecVizError
         raise SpecVizError("A distribution needs non-negative weights with a positive total.")
     return v / v.sum()
 

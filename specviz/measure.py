@@ -6,7 +6,8 @@ import time
 
 import torch
 
-from .greedy import greedy_steps
+from .drafters.feature import FeatureDraft
+from .plain import plain_steps
 from .sampling import SamplingConfig
 from .speculative import speculative_steps
 from .step import Stepper, run_steps
@@ -14,51 +15,60 @@ from .step import Stepper, run_steps
 
 @torch.inference_mode()
 def forward_ms(model, ctx: list[int], n: int, repeats: int = 15) -> float:
-    """Median ms of one forward over n new tokens on top of a cached context: n = 1 is a decode step,
-    n = K + 1 a verify pass."""
-    if getattr(model, "reads_target_features", False):  # a feature draft steps on states, not ids
-        from .eagle import forward_ms as feature_ms
-        return feature_ms(model, len(ctx), repeats)
+    """Median ms of one forward over n new tokens on top of a cached context of ctx: n = 1 is a decode
+    step (the c numerator for a draft), n = K + 1 a verify pass. A feature draft steps on states, not ids:
+    its step reads its own h, as drafting does."""
     times = []
     for _ in range(repeats + 2):
-        s = Stepper(model)
-        s.logits(ctx, 1)
-        t0 = time.perf_counter()
-        s.logits(ctx + [ctx[-1]] * n, n)
+        if isinstance(model, FeatureDraft):
+            cache = model.new_cache()
+            tokens = torch.tensor([ctx + ctx[-1:] * n], device=model.device)
+            states = torch.ones((1, len(ctx), model.config.hidden_size * len(model.read_layers)), dtype=model.dtype,
+                                device=model.device)
+            h, _ = model(tokens[:, :len(ctx)], states, cache)
+            t0 = time.perf_counter()
+            model.head(model(tokens[:, len(ctx):], h[:, -1:].expand(-1, n, -1), cache)[0])
+        else:
+            s = Stepper(model)
+            s.logits(ctx, 1)
+            t0 = time.perf_counter()
+            s.logits(ctx + [ctx[-1]] * n, n)
         times.append(time.perf_counter() - t0)
     return 1000 * statistics.median(times[2:])
 
 
-def warm_up(target, tokenizer, ids, k: int, drafters, n: int = 8) -> None:
-    """A short untimed run of plain greedy and of each drafter: the first run in a process pays one-time
-    costs (oneDNN primitives for each new shape, first calls), which would make whatever is timed first
-    look slower than it is."""
-    run_steps(greedy_steps(target, tokenizer, ids, n))
-    for drafter in drafters:
-        run_steps(speculative_steps(target, drafter, tokenizer, ids, n, k))
-
-
-def timed_rounds(target, tokenizer, ids, drafters: dict, k: int, max_new: int, rounds: int,
-                 progress=lambda f, m: None, span=(0.0, 1.0)) -> tuple[dict, dict]:
-    """Plain greedy and each drafter (name -> drafter), timed in `rounds` interleaved rounds: plain greedy,
-    then each drafter, in every round. A run of ~1 s moves by ~10 % with whatever else the machine does;
-    interleaving spreads that over all of them alike instead of landing on whichever ran during the
-    disturbance. Returns (name -> seconds per round, name -> the last run's result); plain greedy is
-    named "plain greedy"."""
-    warm_up(target, tokenizer, ids, k, drafters.values())
-    runs = [("plain greedy", None)] + list(drafters.items())
-    seconds = {name: [] for name, _ in runs}
+def timed_rounds(runs: dict, rounds: int, progress=lambda f, m: None, span=(0.0, 1.0)) -> tuple[dict, dict]:
+    """runs: key -> zero-argument function returning a Result. Each is timed in `rounds` interleaved rounds
+    (A B C ... A B C ...). A run of ~1 s moves by ~10 % with whatever else the machine does; interleaving
+    spreads that over all of them alike instead of landing on whichever ran during the disturbance.
+    Returns (key -> seconds per round, key -> the last round's result). The one timing loop of the labs,
+    the benchmark and the drafts' evaluation."""
+    seconds = {key: [] for key in runs}
     results = {}
     lo, hi = span
     for r in range(rounds):
-        for i, (name, drafter) in enumerate(runs):
-            progress(lo + (hi - lo) * (r * len(runs) + i) / (rounds * len(runs)), f"round {r + 1}/{rounds}: {name}…")
-            steps = greedy_steps(target, tokenizer, ids, max_new) if drafter is None else \
-                speculative_steps(target, drafter, tokenizer, ids, max_new, k)
+        for i, (key, run) in enumerate(runs.items()):
+            progress(lo + (hi - lo) * (r * len(runs) + i) / (rounds * len(runs)), f"round {r + 1}/{rounds}: {key}…")
             t0 = time.perf_counter()
-            _, results[name] = run_steps(steps)  # greedy: every round gives the same tokens
-            seconds[name].append(time.perf_counter() - t0)
+            results[key] = run()
+            seconds[key].append(time.perf_counter() - t0)
     return seconds, results
+
+
+def plain_vs_drafters(target, tokenizer, ids, drafters: dict, k: int, max_new: int, rounds: int,
+                      progress=lambda f, m: None, span=(0.0, 1.0)) -> tuple[dict, dict]:
+    """Plain greedy (named "plain greedy") and speculative greedy with each drafter (name -> drafter), after
+    one short untimed warm-up of each: the first run in a process pays one-time costs (oneDNN primitives
+    for each new shape, first calls), which would make whatever is timed first look slower than it is."""
+    def plain(n):
+        return lambda: run_steps(plain_steps(target, tokenizer, ids, n))[1]
+
+    def spec(drafter, n):
+        return lambda: run_steps(speculative_steps(target, drafter, tokenizer, ids, n, k))[1]
+
+    timed_rounds({"plain greedy": plain(8)} | {name: spec(d, 8) for name, d in drafters.items()}, 1)
+    return timed_rounds({"plain greedy": plain(max_new)} | {name: spec(d, max_new) for name, d in drafters.items()},
+                        rounds, progress, span)
 
 
 def speedup_summary(plain_s: list[float], spec_s: list[float]) -> dict:
@@ -74,8 +84,8 @@ def speculative_vs_plain(target, drafter, tokenizer, ids, max_new: int, k: int, 
     """Plain greedy and speculative greedy on the same prompt, interleaved over `rounds`; measured a, c, v
     and the real speedup (medians, with the per-round range)."""
     progress(0.0, "warming up…")
-    seconds, results = timed_rounds(target, tokenizer, ids, {"speculative": drafter}, k, max_new, rounds,
-                                    progress, span=(0.05, 0.8))
+    seconds, results = plain_vs_drafters(target, tokenizer, ids, {"speculative": drafter}, k, max_new, rounds,
+                                         progress, span=(0.05, 0.8))
     plain, spec = results["plain greedy"], results["speculative"]
     progress(0.8, "measuring forward costs…")
     ctx = list(ids) + plain.token_ids[:16]
@@ -87,7 +97,7 @@ def speculative_vs_plain(target, drafter, tokenizer, ids, max_new: int, k: int, 
     return {
         "identical": spec.token_ids == plain.token_ids, "tokens": len(spec.token_ids),
         **speedup_summary(seconds["plain greedy"], seconds["speculative"]),
-        "a": c.acceptance_rate, "mean_acceptance_length": c.mean_acceptance_length(len(spec.token_ids)),
+        "a": c.acceptance_rate, "mean_acceptance_length": c.mean_acceptance_length,
         "accepted_per_pass": list(c.accepted_per_pass), "per_position": c.per_position(),
         "reached": list(c.reached_at), "target_ms": t1, "verify_ms": tv, "draft_ms": d1,
         "c": d1 / t1 if t1 else 0.0, "v": tv / t1 if t1 else 1.0, "k": k, "target_passes": c.target_passes,
@@ -100,13 +110,13 @@ def compare_drafters(target, tokenizer, ids, drafters: dict, k: int, max_new: in
     reported as medians with the per-round range."""
     progress(0.0, "warming up…")
     drafters = {name: make() for name, make in drafters.items()}
-    seconds, results = timed_rounds(target, tokenizer, ids, drafters, k, max_new, rounds, progress)
+    seconds, results = plain_vs_drafters(target, tokenizer, ids, drafters, k, max_new, rounds, progress)
     rows = []
     for name in drafters:
         r, c = results[name], results[name].counters
         sp = speedup_summary(seconds["plain greedy"], seconds[name])
         rows.append({"drafter": name, "acceptance rate": c.acceptance_rate,
-                     "tokens per target pass": c.mean_acceptance_length(len(r.token_ids)),
+                     "tokens per verify pass": c.mean_acceptance_length,
                      "speedup vs plain greedy": sp["speedup"], "speedup range": sp["speedup_range"],
                      "seconds": sp["spec_s"], "plain seconds": sp["plain_s"], "rounds": rounds,
                      "target passes": c.target_passes,
@@ -123,7 +133,7 @@ def first_tokens(target, drafter_factory, tokenizer, ids, n: int, cfg: SamplingC
         c = SamplingConfig(cfg.temperature, cfg.top_k, cfg.top_p, cfg.seed + i)
         spec.append(run_steps(speculative_steps(target, drafter_factory(), tokenizer, ids, 2, k, c))[1].token_ids[0])
         c2 = SamplingConfig(cfg.temperature, cfg.top_k, cfg.top_p, cfg.seed + 1_000_000 + i)
-        plain.append(run_steps(greedy_steps(target, tokenizer, ids, 1, c2))[1].token_ids[0])
+        plain.append(run_steps(plain_steps(target, tokenizer, ids, 1, c2))[1].token_ids[0])
         if i % 10 == 0:
             progress(i / n, f"{i}/{n} samples")
     progress(1.0, "done")

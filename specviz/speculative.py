@@ -1,161 +1,110 @@
 """Speculative decoding (Leviathan et al. 2023; Chen et al. 2023), one cycle at a time.
 
 A cycle: the drafter proposes k tokens x_1..x_k (recording q_i, the distribution x_i was drawn from);
-the target scores the context + all k drafts in ONE forward pass, giving p_1..p_{k+1}; then
-
-  greedy verification:   accept x_i while x_i == argmax p_i; the first mismatch is replaced by
-                         argmax p_i (correction). Output == plain greedy, with any drafter.
-  sampling verification: accept x_i with probability min(1, p_i(x)/q_i(x)); at the first rejection
-                         draw from the residual normalize(max(0, p_i - q_i)). Output ~ p exactly.
-
-If all k pass, the target's next distribution p_{k+1} gives one more token for free (bonus). Both KV
-caches are then cropped back to the accepted prefix: the rejected drafts never happened.
+the target scores the context + all k drafts in ONE forward pass, giving p_1..p_{k+1}; the rule in
+verify.py accepts a prefix of the drafts and adds one token of the target's own (correction, resampled
+or bonus). Both KV caches are then cropped back to the accepted prefix: the rejected drafts never
+happened.
 """
 from __future__ import annotations
 
 from collections.abc import Generator
 
-import torch
-
+from .drafters import Drafter
 from .errors import SpecVizError
-from .sampling import SamplingConfig, choose, distribution, new_generator, warpers
+from .sampling import SamplingConfig, distribution, new_generator, warpers
 from .step import Stepper, eos_ids, token_text, top_probs
 from .trace import CacheState, Counters, Cycle, DraftToken, Result, Verdict
+from .verify import Verification, one_hot, verify
 
 
-def residual(p: torch.Tensor, q: torch.Tensor) -> tuple[torch.Tensor, bool]:
-    """normalize(max(0, p - q)). All zero only when p == q, where a rejection has probability 0 in
-    exact arithmetic; floating point can still land there, and p itself is then the right answer."""
-    r = torch.clamp(p - q, min=0.0)
-    total = r.sum()
-    if total <= 0:
-        return p, True
-    return r / total, False
-
-
-def accept_probability(p_x: float, q_x: float) -> float:
-    """min(1, p(x)/q(x)): x was drawn from q, so q(x) > 0."""
-    return min(1.0, p_x / q_x)
-
-
-def one_hot(token: int, like: torch.Tensor) -> torch.Tensor:
-    q = torch.zeros_like(like)
-    q[token] = 1.0
-    return q
-
-
-def speculative_steps(target, drafter, tokenizer, prompt_ids: list[int], max_new_tokens: int, k: int = 4,
+def speculative_steps(target, drafter: Drafter, tokenizer, prompt_ids: list[int], max_new_tokens: int, k: int = 4,
                       cfg: SamplingConfig = SamplingConfig(), dynamic_k: bool = False, k_max: int = 16,
                       top_n: int = 5) -> Generator[Cycle, None, Result]:
     if k < 1:
         raise SpecVizError(f"K (draft length) must be at least 1; got {k}.")
     cfg.validate()
-    verify_mode = "greedy" if cfg.greedy else "sampling"
-    gen = new_generator(cfg.seed)
-    procs = warpers(cfg)
-    stop = eos_ids(target, tokenizer)
-    reads_features = getattr(drafter, "needs_features", False)
-    tstep = Stepper(target, hidden_layers=drafter.feature_layers if reads_features else ())
+    gen, procs, stop = new_generator(cfg.seed), warpers(cfg), eos_ids(target, tokenizer)
+    tstep = Stepper(target, read_layers=drafter.read_layers if drafter.reads_target_states else ())
     drafter.reset()
-    ids = list(prompt_ids)
-    new: list[int] = []
-    c = Counters()
-    prefill = 0
-    if reads_features and len(ids) > 1:
-        # A feature drafter needs the target's hidden states over the prompt before it can draft: one
-        # prefill pass over all but the last prompt token (the first verify pass feeds that one).
-        tstep.logits(ids[:-1], 1)
-        drafter.observe(tstep.hidden, 0)
-        c.target_passes += 1
-        prefill = 1
+    ids, new, counters = list(prompt_ids), [], Counters()
+    prefill = prefill_states(tstep, drafter, ids)
     cycle = 0
     while len(new) < max_new_tokens:
         # Never draft past max_new_tokens: the cycle always adds one target token after the drafts.
         k_now = max(0, min(k, max_new_tokens - len(new) - 1))
-        draft_passes_before = drafter.passes
+        draft_passes = drafter.passes
         drafts, q = drafter.propose(ids, k_now, cfg, gen)
-        c.draft_passes += drafter.passes - draft_passes_before
-        n = len(drafts)
+        draft_passes = drafter.passes - draft_passes
 
-        # ONE target forward over the unseen context + all n drafts: n + 1 next-token distributions.
+        # ONE target forward over the unseen context + all drafts: len(drafts) + 1 next-token distributions.
         fed_from = tstep.cached
-        logits = tstep.logits(ids + drafts, n + 1)
-        if reads_features:  # a feature drafter (eagle.py) reads the target's hidden states of this pass
-            drafter.observe(tstep.hidden, fed_from)
-        p = distribution(logits, cfg, procs).cpu()
-        target_cached = tstep.cached
-        c.target_passes += 1
-        c.drafted += n
-
-        verdicts, accepted = [], 0
-        res_top, fallback, origin = (), False, "bonus" if n else "target"  # n == 0: a plain target step
-        new_token = None
-        for i, x in enumerate(drafts):
-            q_i = q[i] if q is not None else one_hot(x, p[i])
-            if verify_mode == "greedy":
-                best = int(torch.argmax(logits[i]))
-                ok, prob, u = x == best, 1.0 if x == best else 0.0, None
-            else:
-                best = -1
-                prob = accept_probability(float(p[i, x]), float(q_i[x]))
-                u = float(torch.rand((), generator=gen))
-                ok = u < prob
-            verdicts.append(Verdict(i, x, token_text(tokenizer, x), float(p[i, x]), float(q_i[x]), prob, u, ok,
-                                    top_probs(tokenizer, p[i], top_n, x), top_probs(tokenizer, q_i, top_n, x), best))
-            if not ok:
-                if verify_mode == "greedy":
-                    new_token, origin = best, "correction"
-                else:
-                    r, fallback = residual(p[i], q_i)
-                    new_token, origin = choose(r, cfg, gen), "resampled"
-                    res_top = top_probs(tokenizer, r, top_n, new_token)
-                break
-            accepted += 1
-        if new_token is None:  # every draft passed: the target's last distribution is free
-            new_token = int(torch.argmax(logits[n])) if verify_mode == "greedy" else choose(p[n], cfg, gen)
-
-        emitted = drafts[:accepted] + [new_token]
-        origins = ["accepted"] * accepted + [origin]
-        # Stop at EOS, as plain decoding would have.
-        for j, t in enumerate(emitted):
-            if t in stop:
-                emitted, origins = emitted[:j + 1], origins[:j + 1]
-                break
+        p = distribution(tstep.logits(ids + drafts, len(drafts) + 1), cfg, procs).cpu()
+        if drafter.reads_target_states:
+            drafter.observe(tstep.states, fed_from)
+        target_filled = tstep.cached
+        v = verify(drafts, q, p, cfg.greedy, gen, stop)
+        emitted = drafts[:v.accepted] + ([v.token] if v.token is not None else [])
         ids += emitted
         new += emitted
 
-        # Roll both caches back to the accepted prefix; the new token is fed on the next cycle.
+        # Roll both caches back to the accepted prefix; the last new token is fed on the next cycle.
         keep = len(ids) - 1
         tstep.crop(keep)
         draft_cache = None
         if drafter.cached is not None:
-            draft_before = drafter.cached
+            draft_filled = drafter.cached
             drafter.rollback(keep)
-            draft_cache = CacheState(draft_before, drafter.cached)
+            draft_cache = CacheState(draft_filled, drafter.cached)
 
-        c.decided += len(verdicts)
-        c.accepted += accepted
-        c.accepted_per_pass.append(accepted)
-        while len(c.reached_at) < len(verdicts):
-            c.reached_at.append(0)
-            c.accepted_at.append(0)
-        for v in verdicts:
-            c.reached_at[v.position] += 1
-            c.accepted_at[v.position] += int(v.accepted)
-
-        yield Cycle(cycle, len(ids) - len(emitted), n,
-                    tuple(DraftToken(i, x, token_text(tokenizer, x),
-                                     float(q[i, x]) if q is not None else 1.0,
-                                     top_probs(tokenizer, q[i], top_n, x) if q is not None
-                                     else top_probs(tokenizer, one_hot(x, p[i]), 1))
-                          for i, x in enumerate(drafts)),
-                    n + 1, tuple(verdicts), accepted, new_token, token_text(tokenizer, new_token), origin,
-                    res_top, fallback, CacheState(target_cached, tstep.cached), draft_cache,
-                    tuple(emitted), tuple(origins), verify_mode, prefill if cycle == 0 else 0)
+        event = cycle_event(tokenizer, top_n, cycle=cycle, context_len=len(ids) - len(emitted), drafts=drafts, q=q, p=p,
+                            v=v, emitted=emitted, greedy=cfg.greedy, draft_passes=draft_passes,
+                            prefill=prefill if cycle == 0 else 0,
+                            target_cache=CacheState(target_filled, tstep.cached), draft_cache=draft_cache)
+        counters.record(event)
+        yield event
         cycle += 1
         if emitted[-1] in stop:
             break
         if dynamic_k:  # transformers' heuristic: grow after a clean sweep, shrink after a rejection
-            k = min(k + 2, k_max) if accepted == n and n > 0 else max(1, k - 1)
+            k = min(k + 2, k_max) if v.accepted == len(drafts) > 0 else max(1, k - 1)
 
-    return Result("speculative", list(prompt_ids), new, tokenizer.decode(new, skip_special_tokens=True), c)
+    return Result("speculative", list(prompt_ids), new, tokenizer.decode(new, skip_special_tokens=True), counters)
+
+
+def prefill_states(tstep: Stepper, drafter: Drafter, ids: list[int]) -> int:
+    """A drafter that reads the target's states needs them over the prompt before it can draft: one
+    prefill pass over all but the last prompt token (the first verify pass feeds that one). Returns the
+    target passes it took."""
+    if not drafter.reads_target_states or len(ids) < 2:
+        return 0
+    tstep.logits(ids[:-1], 1)
+    drafter.observe(tstep.states, 0)
+    return 1
+
+
+def cycle_event(tokenizer, top_n: int, *, cycle: int, context_len: int, drafts: list[int], q, p, v: Verification,
+                emitted: list[int], greedy: bool, draft_passes: int, prefill: int, target_cache: CacheState,
+                draft_cache: CacheState | None) -> Cycle:
+    """The trace event of one cycle: what the viewer needs to draw it, with token texts and top-n lists."""
+    def q_of(i):  # one-hot for deterministic proposals
+        return q[i] if q is not None else one_hot(drafts[i], p[i])
+
+    def text(t):
+        return token_text(tokenizer, t)
+
+    return Cycle(
+        cycle=cycle, context_len=context_len, k=len(drafts),
+        drafts=tuple(DraftToken(i, x, text(x), float(q_of(i)[x]), top_probs(tokenizer, q_of(i), top_n if q is not None else 1, x))
+                     for i, x in enumerate(drafts)),
+        verify_positions=len(drafts) + 1,
+        verdicts=tuple(Verdict(r.position, r.token, text(r.token), r.p, r.q, r.accept_prob, r.u, r.accepted,
+                               top_probs(tokenizer, p[r.position], top_n, r.token),
+                               top_probs(tokenizer, q_of(r.position), top_n, r.token), r.target_choice)
+                       for r in v.rulings),
+        accepted=v.accepted, new_token=v.token, new_text=text(v.token) if v.token is not None else "",
+        new_origin=v.origin,
+        residual_top=top_probs(tokenizer, v.residual, top_n, v.token) if v.residual is not None else (),
+        residual_fallback=v.residual_fallback, target_cache=target_cache, draft_cache=draft_cache,
+        emitted=tuple(emitted), origins=tuple(["accepted"] * v.accepted + ([v.origin] if v.token is not None else [])),
+        verify_mode="greedy" if greedy else "sampling", draft_passes=draft_passes, prefill=prefill)

@@ -7,21 +7,20 @@ is missing.
 """
 from __future__ import annotations
 
-import time
-
 import torch
+
+from .trace import TokenProb
 
 
 class Stepper:
-    def __init__(self, model: torch.nn.Module, hidden_layers: tuple[int, ...] = ()):
+    def __init__(self, model: torch.nn.Module, read_layers: tuple[int, ...] = ()):
         self.model = model
         self.cache = None  # a DynamicCache once the first forward made one
-        # hidden_layers: also keep these hidden states (concatenated) of every position a call fed, for
-        # drafters that read the target's features (specviz/eagle.py)
-        self.hidden_layers = tuple(hidden_layers)
-        self.hidden = None
+        # read_layers: also keep these hidden states (concatenated) of every position a call fed, for
+        # drafters that read the target's states (specviz/drafters/feature.py)
+        self.read_layers = tuple(read_layers)
+        self.states = None
         self.passes = 0
-        self.seconds = 0.0  # time inside forward calls, for measuring the draft cost ratio c
 
     @property
     def cached(self) -> int:
@@ -32,19 +31,17 @@ class Stepper:
         """(keep, vocab) float32 logits for the last `keep` positions of ids."""
         new = ids[self.cached:]
         assert len(new) >= keep, "asked for logits of positions the cache already holds"
-        t0 = time.perf_counter()
         out = self.model(
             input_ids=torch.tensor([new], device=self.model.device),
             past_key_values=self.cache,
             use_cache=True,
             logits_to_keep=keep,  # the head over the whole prompt would be wasted work
-            output_hidden_states=bool(self.hidden_layers),
+            output_hidden_states=bool(self.read_layers),
         )
-        if self.hidden_layers:
-            self.hidden = torch.cat([out.hidden_states[i][0] for i in self.hidden_layers], -1)
+        if self.read_layers:
+            self.states = torch.cat([out.hidden_states[i][0] for i in self.read_layers], -1)
         self.cache = out.past_key_values
         logits = out.logits[0, -keep:].float()
-        self.seconds += time.perf_counter() - t0
         self.passes += 1
         return logits
 
@@ -60,8 +57,6 @@ def token_text(tokenizer, token: int) -> str:
 
 def top_probs(tokenizer, probs: torch.Tensor, n: int, must_include: int | None = None):
     """The n most likely tokens of a distribution (plus must_include, if it is not among them)."""
-    from .trace import TokenProb
-
     n = min(n, probs.shape[-1])
     values, ids = torch.topk(probs, n)
     pairs = list(zip(ids.tolist(), values.tolist()))

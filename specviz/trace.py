@@ -95,11 +95,11 @@ class Cycle:
     k: int  # drafts proposed this cycle (may be < asked near the end or when n-gram finds nothing)
     drafts: tuple[DraftToken, ...]
     verify_positions: int  # positions the target scored in its one forward pass (k + 1)
-    verdicts: tuple[Verdict, ...]  # up to and including the first rejection
+    verdicts: tuple[Verdict, ...]  # up to and including the first rejection (or an accepted EOS)
     accepted: int  # drafted tokens accepted
-    new_token: int  # correction (greedy), resampled (rejection) or bonus (all accepted)
+    new_token: int | None  # correction (greedy), resampled (rejection) or bonus; None after an accepted EOS
     new_text: str
-    new_origin: str  # "bonus" | "resampled" | "correction" | "target" (nothing was drafted)
+    new_origin: str  # "bonus" | "resampled" | "correction" | "target" (nothing drafted) | "none" (EOS accepted)
     residual_top: tuple[TokenProb, ...]  # normalize(max(0, p - q)) at the rejected position
     residual_fallback: bool  # residual was all zero (p == q): drew from p instead
     target_cache: CacheState
@@ -107,32 +107,76 @@ class Cycle:
     emitted: tuple[int, ...]  # tokens appended to the output this cycle, in order
     origins: tuple[str, ...]  # "accepted" | "resampled" | "correction" | "bonus" | "target", one per emitted
     verify_mode: str  # "greedy" | "sampling"
+    draft_passes: int  # the drafter's forward passes this cycle (0 for n-gram lookup)
     prefill: int = 0  # target passes before this cycle: 1 on a feature drafter's first (the prompt's states)
 
 
 # ---------------------------------------------------------------- results
 @dataclass
 class Counters:
-    target_passes: int = 0
+    """What a run cost and how often drafts were accepted. Speculative runs fill it with record(cycle), the
+    one place per-position acceptance is counted; runs over many prompts add their Counters up."""
+    target_passes: int = 0  # every target forward: verify passes + prefill passes (plain decoding: one per token)
+    prefill_passes: int = 0  # a feature drafter's pass over the prompt before its first draft
     draft_passes: int = 0
     drafted: int = 0  # draft tokens proposed
     decided: int = 0  # draft tokens the verifier ruled on (up to the first rejection)
     accepted: int = 0
-    accepted_per_pass: list[int] = field(default_factory=list)  # drafts accepted in each target pass
+    tokens: int = 0  # new tokens emitted
+    accepted_per_pass: list[int] = field(default_factory=list)  # drafts accepted in each verify pass
     reached_at: list[int] = field(default_factory=list)  # per draft position: times ruled on
     accepted_at: list[int] = field(default_factory=list)  # per draft position: times accepted
 
+    def record(self, cycle: "Cycle") -> None:
+        self.target_passes += 1 + cycle.prefill
+        self.prefill_passes += cycle.prefill
+        self.draft_passes += cycle.draft_passes
+        self.drafted += cycle.k
+        self.decided += len(cycle.verdicts)
+        self.accepted += cycle.accepted
+        self.tokens += len(cycle.emitted)
+        self.accepted_per_pass.append(cycle.accepted)
+        self.reached_at += [0] * (len(cycle.verdicts) - len(self.reached_at))
+        self.accepted_at += [0] * (len(cycle.verdicts) - len(self.accepted_at))
+        for v in cycle.verdicts:
+            self.reached_at[v.position] += 1
+            self.accepted_at[v.position] += int(v.accepted)
+
+    def __add__(self, other: "Counters") -> "Counters":
+        def add(a, b):
+            return [x + y for x, y in zip(a + [0] * (len(b) - len(a)), b + [0] * (len(a) - len(b)))]
+        return Counters(self.target_passes + other.target_passes, self.prefill_passes + other.prefill_passes,
+                        self.draft_passes + other.draft_passes, self.drafted + other.drafted,
+                        self.decided + other.decided, self.accepted + other.accepted, self.tokens + other.tokens,
+                        self.accepted_per_pass + other.accepted_per_pass, add(self.reached_at, other.reached_at),
+                        add(self.accepted_at, other.accepted_at))
+
+    @classmethod
+    def of(cls, cycles) -> "Counters":
+        c = cls()
+        for cycle in cycles:
+            c.record(cycle)
+        return c
+
+    @property
+    def verify_passes(self) -> int:
+        return self.target_passes - self.prefill_passes
+
     @property
     def acceptance_rate(self) -> float:
-        """Per drafted token the verifier ruled on: accepted / decided (the paper's alpha estimate)."""
+        """Per drafted token the verifier ruled on: accepted / decided (the paper's alpha estimate). vLLM's
+        "draft acceptance rate" divides by every proposed token instead: accepted / drafted."""
         return self.accepted / self.decided if self.decided else 0.0
 
-    def mean_acceptance_length(self, new_tokens: int) -> float:
-        """Tokens per target pass, INCLUDING the correction/bonus token each pass adds."""
-        return new_tokens / self.target_passes if self.target_passes else 0.0
+    @property
+    def mean_acceptance_length(self) -> float:
+        """Tokens per verify pass, INCLUDING the correction/bonus token each pass adds (a feature drafter's
+        prefill pass over the prompt is not a verify pass: target_passes counts it)."""
+        return self.tokens / self.verify_passes if self.verify_passes else 0.0
 
-    def per_position(self) -> list[float]:
-        return [a / r if r else 0.0 for a, r in zip(self.accepted_at, self.reached_at)]
+    def per_position(self) -> list[float | None]:
+        """P(draft position i accepted | it was reached), None where never reached."""
+        return [a / r if r else None for a, r in zip(self.accepted_at, self.reached_at)]
 
 
 @dataclass
@@ -157,7 +201,8 @@ class Result:
             "target_passes": c.target_passes,
             "draft_passes": c.draft_passes,
             "accepted_per_pass": c.accepted_per_pass,
-            "mean_acceptance_length": c.mean_acceptance_length(len(self.token_ids)),
+            "prefill_passes": c.prefill_passes,
+            "mean_acceptance_length": c.mean_acceptance_length,
             "acceptance_rate": c.acceptance_rate,
             "acceptance_by_position": c.per_position(),
         }

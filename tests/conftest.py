@@ -22,16 +22,16 @@ def embedded():
 
 
 @pytest.fixture(scope="session")
-def pair():
-    from specviz.models import load_pair
+def models():
+    from specviz.models import load_models
 
-    return load_pair()
+    return load_models()
 
 
 def chat(tok, text):
-    from specviz.distill import chat_ids
+    from specviz.prompting import prompt_ids
 
-    return chat_ids(tok, text)
+    return prompt_ids(tok, text)
 
 
 @pytest.fixture(scope="session")

@@ -19,11 +19,11 @@ def test_bench_quick_json():
                  "spec sample T=1 K=4"):
         assert rows[name]["tokens_per_s"] > 0, name
     spec = rows["spec ngram K=4"]
-    for field in ("acceptance_rate", "mean_acceptance_length", "per_position", "leviathan_bound", "machine_bound",
-                  "fraction_of_machine_bound", "vs_hf_peer", "vs_ours_greedy", "vs_hf_greedy"):
+    for field in ("acceptance_rate", "mean_acceptance_length", "per_position", "leviathan_estimate", "machine_estimate",
+                  "fraction_of_machine_estimate", "vs_hf_peer", "vs_ours_greedy", "vs_hf_greedy"):
         assert field in spec, field
     assert 1.0 <= spec["mean_acceptance_length"] <= 5.0
     assert out["forward_ms"]["target_1"] > 0 and "5" in out["forward_ms"]["target_verify"]
     assert out["peak_rss_mb"] > 0 and out["load_s"]["cached"] > 0
-    if "spec model K=4" in rows:  # with the shipped draft: compared with HF assisted generation
-        assert "vs_hf_peer" in rows["spec model K=4"] and 0 < rows["spec model K=4"]["c"] < 1
+    if "spec token K=4" in rows:  # with the shipped draft: compared with HF assisted generation
+        assert "vs_hf_peer" in rows["spec token K=4"] and 0 < rows["spec token K=4"]["c"] < 1

@@ -1,4 +1,4 @@
-"""The shipped distilled draft: shares the target's embedding, beats an untrained early exit, and the
+"""The shipped token draft: shares the target's embedding, beats an untrained early exit, and the
 recipe that made it runs end to end on a tiny budget."""
 import json
 import subprocess
@@ -9,25 +9,26 @@ import pytest
 import torch
 
 from conftest import chat
-from specviz.distill import held_out_prompts
-from specviz.drafters import ModelDrafter, early_exit_model, load_shipped_draft
+from specviz.drafters import ModelDrafter, early_exit_model
+from specviz.drafters.build import load_token_draft
 from specviz.models import SHIPPED_DRAFT
 from specviz.speculative import speculative_steps
 from specviz.step import run_steps
+from specviz.training.data import held_out_prompts
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_shipped_draft_is_small_and_shares_the_embedding(pair):
+def test_shipped_draft_is_small_and_shares_the_embedding(models):
     assert (SHIPPED_DRAFT / "config.json").is_file(), "models/draft must ship"
     size = sum(f.stat().st_size for f in SHIPPED_DRAFT.iterdir())
     assert size <= 30 * 2**20
-    draft = pair.draft
-    assert draft is not None and pair.draft_name == "distilled draft"
-    assert draft.model.embed_tokens is pair.target.model.embed_tokens  # the same module: no copy in memory
-    assert draft.model.embed_tokens.weight.data_ptr() == pair.target.model.embed_tokens.weight.data_ptr()
+    draft = models.draft
+    assert draft is not None and models.draft_name == "token draft"
+    assert draft.model.embed_tokens is models.target.model.embed_tokens  # the same module: no copy in memory
+    assert draft.model.embed_tokens.weight.data_ptr() == models.target.model.embed_tokens.weight.data_ptr()
     own = sum(p.numel() for n, p in draft.named_parameters() if not n.startswith("model.embed_tokens"))
-    assert own < 0.2 * sum(p.numel() for p in pair.target.parameters())
+    assert own < 0.2 * sum(p.numel() for p in models.target.parameters())
 
 
 def acceptance(target, tok, draft, prompt):
@@ -35,11 +36,11 @@ def acceptance(target, tok, draft, prompt):
     return r.counters.acceptance_rate
 
 
-def test_trained_draft_beats_untrained_early_exit(pair):
-    target, tok = pair.target, pair.tokenizer
+def test_trained_draft_beats_untrained_early_exit(models):
+    target, tok = models.target, models.tokenizer
     prompt = held_out_prompts()[0]  # never used in training
-    trained = acceptance(target, tok, pair.draft, prompt)
-    untrained = acceptance(target, tok, early_exit_model(target, pair.draft.config.num_hidden_layers), prompt)
+    trained = acceptance(target, tok, models.draft, prompt)
+    untrained = acceptance(target, tok, early_exit_model(target, models.draft.config.num_hidden_layers), prompt)
     assert trained > untrained + 0.1, (trained, untrained)
 
 
@@ -58,7 +59,7 @@ def test_distillation_runs_end_to_end_and_reproduces_bit_for_bit(tmp_path, embed
     meta = json.loads((outs[0] / "config.json").read_text())
     assert meta["train"]["steps"] == 3 and meta["train"]["answers"] == 4 and meta["head_vocab"] == 256
     assert (outs[0] / "model.safetensors").read_bytes() == (outs[1] / "model.safetensors").read_bytes()
-    draft = load_shipped_draft(embedded[0], outs[0])
+    draft = load_token_draft(embedded[0], outs[0])
     logits = draft(input_ids=torch.tensor([[1, 2, 3]])).logits
     assert torch.isfinite(logits).sum(-1).max() == 256  # the reduced head scores exactly its subset
 
@@ -66,7 +67,7 @@ def test_distillation_runs_end_to_end_and_reproduces_bit_for_bit(tmp_path, embed
 def test_training_jobs_extend_the_cache_and_never_use_held_out_subjects():
     """Each subject list is appended after the ones before it (an existing data cache stays a valid
     prefix), and no training prompt names a held-out subject."""
-    from specviz.distill import EXTRA_SUBJECTS, HELD_OUT, MORE_SUBJECTS, TASKS, training_jobs
+    from specviz.training.data import EXTRA_SUBJECTS, HELD_OUT, MORE_SUBJECTS, TASKS, training_jobs
 
     temps = [0.0, 0.7, 1.0]
     first = training_jobs(0, temps, 2, 0)
@@ -83,9 +84,9 @@ def test_training_jobs_extend_the_cache_and_never_use_held_out_subjects():
 def test_shipped_drafts_were_made_by_the_default_recipe(kind):
     """`python -m specviz.distill [--kind feature]` with no other flag must re-make what is shipped: the
     configs record the settings the weights were trained with, and they must be today's defaults."""
-    from specviz import distill
+    from specviz.training import cli
 
-    a = distill.parse_args(["--kind", kind])
+    a = cli.parse_args(["--kind", kind])
     folder = ROOT / "models" / ("feature_draft" if kind == "feature" else "draft")
     cfg = json.loads((folder / "config.json").read_text())
     train = cfg["train"]

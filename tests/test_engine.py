@@ -5,7 +5,7 @@ import torch
 from conftest import chat
 from specviz.beam import beam_steps
 from specviz.drafters import ModelDrafter, NgramDrafter, early_exit_model
-from specviz.greedy import greedy_steps
+from specviz.plain import plain_steps
 from specviz.sampling import SamplingConfig
 from specviz.speculative import speculative_steps
 from specviz.step import run_steps
@@ -28,16 +28,16 @@ def references(embedded):
 @pytest.mark.parametrize("prompt", PROMPTS)
 def test_greedy_equals_transformers(embedded, references, prompt):
     model, tok = embedded
-    events, result = run_steps(greedy_steps(model, tok, chat(tok, prompt), N))
+    events, result = run_steps(plain_steps(model, tok, chat(tok, prompt), N))
     assert result.token_ids == references[prompt]
     assert [e.token for e in events] == result.token_ids  # the trace replays to the run
     assert result.counters.target_passes == len(result.token_ids)
 
 
 @pytest.mark.parametrize("drafter_kind", ["ngram", "model"])
-def test_speculative_greedy_equals_transformers_every_k(pair, references, drafter_kind):
-    model, tok = pair.target, pair.tokenizer
-    draft = pair.draft if pair.draft is not None else early_exit_model(model, 6)
+def test_speculative_greedy_equals_transformers_every_k(models, references, drafter_kind):
+    model, tok = models.target, models.tokenizer
+    draft = models.draft if models.draft is not None else early_exit_model(model, 6)
     for prompt in PROMPTS[:2]:
         for k in range(1, 9):
             drafter = NgramDrafter() if drafter_kind == "ngram" else ModelDrafter(draft)
@@ -49,8 +49,8 @@ def test_speculative_greedy_equals_transformers_every_k(pair, references, drafte
             assert all(c.k <= k for c in events)
 
 
-def test_dynamic_k_stays_exact_and_moves(pair, references):
-    model, tok = pair.target, pair.tokenizer
+def test_dynamic_k_stays_exact_and_moves(models, references):
+    model, tok = models.target, models.tokenizer
     prompt = PROMPTS[1]
     events, result = run_steps(speculative_steps(model, NgramDrafter(), tok, chat(tok, prompt), N, k=2,
                                                  dynamic_k=True, k_max=8))
@@ -139,7 +139,7 @@ def test_sampling_equals_transformers_with_same_seed(embedded):
         torch.manual_seed(seed)
         out = model.generate(torch.tensor([ids]), max_new_tokens=12, do_sample=True, temperature=t, top_k=k,
                              top_p=p)
-        _, result = run_steps(greedy_steps(model, tok, ids, 12, SamplingConfig(t, k, p, seed)))
+        _, result = run_steps(plain_steps(model, tok, ids, 12, SamplingConfig(t, k, p, seed)))
         assert result.token_ids == out[0, len(ids):].tolist()
 
 
@@ -183,5 +183,6 @@ def test_counters_are_consistent(embedded):
     c = result.counters
     assert sum(c.accepted_per_pass) == c.accepted
     assert len(result.token_ids) == c.accepted + c.target_passes  # each pass adds exactly one target token
-    assert c.mean_acceptance_length(len(result.token_ids)) == pytest.approx(len(result.token_ids) / c.target_passes)
+    assert c.mean_acceptance_length == pytest.approx(len(result.token_ids) / c.verify_passes)
+    assert c.tokens == len(result.token_ids)
     assert c.decided <= c.drafted

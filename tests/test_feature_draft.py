@@ -1,6 +1,7 @@
-"""The feature draft (specviz/eagle.py): it reads the target's hidden states, so the checks are that the
-engine hands it the right ones, that its cache after a rollback is exactly what the target's real
-features give, that the shipped one is trained, and that its recipe runs end to end."""
+"""The feature draft (specviz/drafters/feature.py, trained by specviz/training/feature.py): it reads the
+target's hidden states, so the checks are that the engine hands it the right ones, that its cache after a
+rollback is exactly what the target's real states give, that the shipped one is trained, and that its
+recipe runs end to end."""
 import json
 import subprocess
 import sys
@@ -10,14 +11,18 @@ import pytest
 import torch
 
 from conftest import chat
-from specviz import eagle
-from specviz.distill import held_out_prompts
-from specviz.drafters import make_drafter
+from specviz.drafters import FeatureDrafter, make_drafter
+from specviz.drafters.build import load_token_draft
+from specviz.drafters.feature import is_feature_draft, shifted
+from specviz.drafters.feature import load as load_feature_draft
 from specviz.measure import forward_ms
 from specviz.models import SHIPPED_FEATURE_DRAFT
 from specviz.sampling import SamplingConfig
 from specviz.speculative import speculative_steps
 from specviz.step import run_steps
+from specviz.training import feature
+from specviz.training.data import held_out_prompts
+from specviz.training.export import export
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -33,14 +38,14 @@ def plain():
 def untrained(plain):
     target, tok = plain
     torch.manual_seed(0)
-    return eagle.build(target, target.config.num_hidden_layers - 1, torch.arange(0, 4096)).eval()
+    return feature.build(target, target.config.num_hidden_layers - 1, torch.arange(0, 4096)).eval()
 
 
 @pytest.mark.parametrize("k", [1, 3, 6])
 def test_greedy_with_feature_draft_equals_hf_generate(plain, untrained, k):
     target, tok = plain
     ids = chat(tok, "Name three rivers in Europe.")
-    _, r = run_steps(speculative_steps(target, eagle.FeatureDrafter(untrained), tok, ids, 24, k))
+    _, r = run_steps(speculative_steps(target, FeatureDrafter(untrained), tok, ids, 24, k))
     ref = target.generate(torch.tensor([ids]), max_new_tokens=24, do_sample=False, pad_token_id=tok.eos_token_id)
     assert r.token_ids == ref[0, len(ids):].tolist()[:len(r.token_ids)]
     assert r.counters.drafted > 0  # the draft really proposed (after the prefill cycle)
@@ -48,7 +53,7 @@ def test_greedy_with_feature_draft_equals_hf_generate(plain, untrained, k):
 
 def test_prefill_gives_the_features_so_the_first_cycle_drafts(plain, untrained):
     target, tok = plain
-    cycles, r = run_steps(speculative_steps(target, eagle.FeatureDrafter(untrained), tok,
+    cycles, r = run_steps(speculative_steps(target, FeatureDrafter(untrained), tok,
                                             chat(tok, "Hello!"), 12, 4))
     assert cycles[0].k == 4  # the prefill pass already handed the draft the prompt's features
     assert r.counters.target_passes == len(cycles) + 1  # ...and it is counted as a target pass
@@ -59,7 +64,7 @@ def test_cache_after_rollback_equals_one_pass_over_the_real_features(plain, untr
     equal a fresh pass of the draft over the target's teacher-forced hidden states."""
     target, tok = plain
     ids = chat(tok, "Explain what a lighthouse does.")
-    drafter = eagle.FeatureDrafter(untrained)
+    drafter = FeatureDrafter(untrained)
     steps = speculative_steps(target, drafter, tok, ids, 30, 4)
     cycles, r = run_steps(steps)
     assert any(c.accepted < c.k for c in cycles), "the untrained draft should be rejected somewhere"
@@ -70,7 +75,7 @@ def test_cache_after_rollback_equals_one_pass_over_the_real_features(plain, untr
         f = target(input_ids=torch.tensor([seq]), output_hidden_states=True).hidden_states[-1]
         from transformers import DynamicCache
         fresh = DynamicCache(config=untrained.config)
-        untrained(torch.tensor([seq[:n]]), eagle.shifted(f[0, :n - 1])[None], fresh)
+        untrained(torch.tensor([seq[:n]]), shifted(f[0, :n - 1])[None], fresh)
     for layer_a, layer_b in zip(drafter.cache.layers, fresh.layers):
         torch.testing.assert_close(layer_a.keys[..., :n, :], layer_b.keys, rtol=1e-4, atol=1e-4)
         torch.testing.assert_close(layer_a.values[..., :n, :], layer_b.values, rtol=1e-4, atol=1e-4)
@@ -79,22 +84,22 @@ def test_cache_after_rollback_equals_one_pass_over_the_real_features(plain, untr
 def test_sampling_with_feature_draft_records_the_q_it_drew_from(plain, untrained):
     target, tok = plain
     cfg = SamplingConfig(temperature=0.8, top_p=0.9, seed=3)
-    cycles, r = run_steps(speculative_steps(target, eagle.FeatureDrafter(untrained), tok,
+    cycles, r = run_steps(speculative_steps(target, FeatureDrafter(untrained), tok,
                                             chat(tok, "Write a haiku about rain."), 20, 3, cfg))
     drafted = [d for c in cycles for d in c.drafts]
     assert drafted and all(d.q > 0 for d in drafted)  # each draft token had positive q where it was drawn
     assert len(r.token_ids) == 20 or r.token_ids[-1] == tok.eos_token_id
 
 
-def test_shipped_feature_draft_shares_target_modules_and_is_small(pair):
-    assert eagle.is_feature_draft(SHIPPED_FEATURE_DRAFT), "models/feature_draft must ship"
+def test_shipped_feature_draft_shares_target_modules_and_is_small(models):
+    assert is_feature_draft(SHIPPED_FEATURE_DRAFT), "models/feature_draft must ship"
     from specviz.models import SHIPPED_DRAFT
     size = sum(f.stat().st_size for d in (SHIPPED_DRAFT, SHIPPED_FEATURE_DRAFT) for f in d.iterdir())
     assert size <= 30 * 2**20  # both shipped drafts together
-    fd = pair.feature_draft
+    fd = models.feature_draft
     assert fd is not None
-    assert fd.embed_tokens is pair.target.model.embed_tokens
-    assert fd.lm.model.rotary_emb is pair.target.model.rotary_emb
+    assert fd.embed_tokens is models.target.model.embed_tokens
+    assert fd.lm.model.rotary_emb is models.target.model.rotary_emb
     assert forward_ms(fd, list(range(40)), 1, repeats=3) > 0
     from specviz import packed
     if packed.available():  # its own linear layers run packed like everything else on CPU
@@ -102,28 +107,28 @@ def test_shipped_feature_draft_shares_target_modules_and_is_small(pair):
         assert all(isinstance(m, packed.PackedLinear) for m in own)
 
 
-def test_shipped_feature_draft_beats_an_untrained_one(pair, plain):
+def test_shipped_feature_draft_beats_an_untrained_one(models, plain):
     """Fails if untrained weights were shipped: on a held-out prompt the trained draft is accepted far
     more often than the same architecture fresh from its initialisation."""
-    target, tok = pair.target, pair.tokenizer
+    target, tok = models.target, models.tokenizer
     ids = chat(tok, held_out_prompts()[0])
 
     def acceptance(model):
-        _, r = run_steps(speculative_steps(target, eagle.FeatureDrafter(model), tok, ids, 48, 4))
+        _, r = run_steps(speculative_steps(target, FeatureDrafter(model), tok, ids, 48, 4))
         return r.counters.acceptance_rate
 
-    head_ids = pair.feature_draft.lm.lm_head.ids
-    fresh = eagle.build(plain[0], plain[0].config.num_hidden_layers - 1, head_ids.cpu()).eval()
-    trained = acceptance(pair.feature_draft)
+    head_ids = models.feature_draft.lm.lm_head.ids
+    fresh = feature.build(plain[0], plain[0].config.num_hidden_layers - 1, head_ids.cpu()).eval()
+    trained = acceptance(models.feature_draft)
     untrained = acceptance(fresh)
     assert trained > untrained + 0.15, (trained, untrained)
 
 
-def test_make_drafter_feature_needs_the_shipped_draft(pair):
+def test_make_drafter_feature_needs_the_shipped_draft(models):
     from specviz.errors import SpecVizError
-    from specviz.models import Pair
-    assert make_drafter("feature", pair).needs_features
-    bare = Pair(pair.target, pair.tokenizer, None, "n-gram lookup", pair.device)
+    from specviz.models import Models
+    assert make_drafter("feature", models).reads_target_states
+    bare = Models(models.target, models.tokenizer, None, "n-gram lookup", models.device)
     with pytest.raises(SpecVizError, match="feature draft"):
         make_drafter("feature", bare)
 
@@ -135,12 +140,11 @@ def test_feature_draft_starts_as_the_token_draft(plain, layers, tmp_path):
     only add what the target's state tells."""
     import os
 
-    from specviz.drafters import load_shipped_draft
     from specviz.models import SHIPPED_DRAFT
     target, tok = plain
-    fd = eagle.from_token_draft(target, SHIPPED_DRAFT, layers=layers).eval()
+    fd = feature.from_token_draft(target, SHIPPED_DRAFT, layers=layers).eval()
     assert len(fd.lm.model.layers) == layers
-    token = load_shipped_draft(target, SHIPPED_DRAFT, packed=False)
+    token = load_token_draft(target, SHIPPED_DRAFT, packed=False)
     ids = torch.tensor([chat(tok, "Tell me about penguins.")])
     with torch.inference_mode():
         h, _ = fd(ids, torch.randn(1, ids.shape[1], target.config.hidden_size))
@@ -153,8 +157,8 @@ def test_feature_draft_starts_as_the_token_draft(plain, layers, tmp_path):
     assert not torch.allclose(h, h2)
     # export -> load keeps every layer (bf16 on disk: compare with the weights rounded the same way)
     out = tmp_path / "fd"
-    eagle.export(fd, out, {}, head_from=os.path.relpath(SHIPPED_DRAFT.resolve(), out.resolve().parent))
-    back = eagle.load(target, out, packed=False)
+    export(fd, out, {}, head_from=os.path.relpath(SHIPPED_DRAFT.resolve(), out.resolve().parent))
+    back = load_feature_draft(target, out, packed=False)
     assert len(back.lm.model.layers) == layers
     for mine, theirs in [(fd.lm.model.layers, back.lm.model.layers), (fd.fc, back.fc), (fd.lm.model.norm, back.lm.model.norm)]:
         theirs = theirs.state_dict()
@@ -175,7 +179,7 @@ def test_feature_distillation_runs_end_to_end(tmp_path):
     from specviz.models import SHIPPED_DRAFT, load_target
     assert (out.parent / meta["head_from"]).resolve() == SHIPPED_DRAFT.resolve()  # the head is shared, not stored
     target, tok = load_target()
-    fd = eagle.load(target, out)
+    fd = load_feature_draft(target, out)
     h, _ = fd(torch.tensor([[5, 6, 7]]), torch.zeros(1, 3, target.config.hidden_size))
     assert torch.isfinite(fd.head(h)).sum(-1).max() == 8192
 
@@ -187,28 +191,28 @@ def test_feature_cache_grows_with_the_data_and_computes_only_new_sequences(tmp_p
     records = [{"ids": list(range(5, 5 + n))} for n in (3, 5, 4)]
     layers = (1, target.config.num_hidden_layers)
     computed = []
-    real = eagle.target_features
-    monkeypatch.setattr(eagle, "target_features", lambda t, rs, *a, **k: computed.append(len(rs)) or real(t, rs, *a, **k))
+    real = feature.target_features
+    monkeypatch.setattr(feature, "target_features", lambda t, rs, *a, **k: computed.append(len(rs)) or real(t, rs, *a, **k))
     path = tmp_path / "feats.pt"
     load = lambda: (target, None)  # noqa: E731
-    first = eagle.cached_features(path, records[:2], layers, load, log=lambda *_: None)
-    grown = eagle.cached_features(path, records, layers, load, log=lambda *_: None)
-    again = eagle.cached_features(path, records, layers, load, log=lambda *_: None)
+    first = feature.cached_features(path, records[:2], layers, load, log=lambda *_: None)
+    grown = feature.cached_features(path, records, layers, load, log=lambda *_: None)
+    again = feature.cached_features(path, records, layers, load, log=lambda *_: None)
     assert computed == [2, 1]  # the third call read everything from the cache
     assert all(torch.equal(a, b) for a, b in zip(first, grown[:2]))
     assert [f.shape[0] for f in again] == [3, 5, 4]
     assert torch.equal(grown[2], real(target, records[2:], layers)[0])
-    fewer = eagle.cached_features(path, records[:1], layers, load, log=lambda *_: None)
+    fewer = feature.cached_features(path, records[:1], layers, load, log=lambda *_: None)
     assert computed == [2, 1] and len(fewer) == 1 and len(torch.load(path)) == 3  # the longer cache is kept
 
 
-def test_compare_drafters_interleaves_rounds_and_reports_medians(pair):
+def test_compare_drafters_interleaves_rounds_and_reports_medians(models):
     """Plain greedy and each drafter run once per round, in turn (so machine noise spreads over all of
     them), and the row's seconds are the median over the rounds."""
     from specviz.measure import compare_drafters
     from specviz.drafters import NgramDrafter
 
-    target, tok = pair.target, pair.tokenizer
+    target, tok = models.target, models.tokenizer
     messages = []
     rows = compare_drafters(target, tok, chat(tok, "Say hello."), {"n-gram": NgramDrafter, "n-gram again": NgramDrafter},
                             k=2, max_new=6, rounds=3, progress=lambda f, m: messages.append(m))

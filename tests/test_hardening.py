@@ -8,7 +8,7 @@ import torch
 
 from specviz.__main__ import main
 from specviz.errors import SpecVizError
-from specviz.models import load_pair, load_model, pick_device
+from specviz.models import load_models, load_model, pick_device
 
 ROOT = Path(__file__).resolve().parent.parent
 HTML = "<img src=x onerror=alert(1)> <script>alert(2)</script>"
@@ -103,7 +103,7 @@ def foreign_model(tmp_path_factory):
 
 def test_mismatched_tokenizers_are_refused(foreign_model, capsys):
     with pytest.raises(SpecVizError, match="different tokenizer"):
-        load_pair(None, str(foreign_model))
+        load_models(None, str(foreign_model))
     code, _, err = cli(capsys, "--method", "speculative", "--prompt", "hi", "--draft", str(foreign_model))
     assert code == 2 and "different tokenizer" in err
 

@@ -5,10 +5,11 @@ from scipy.stats import chi2_contingency
 
 from conftest import chat
 from specviz.drafters import ModelDrafter, early_exit_model
-from specviz.greedy import greedy_steps
+from specviz.plain import plain_steps
 from specviz.lossless import output_distribution, simulate
 from specviz.sampling import SamplingConfig
-from specviz.speculative import residual, speculative_steps
+from specviz.speculative import speculative_steps
+from specviz.verify import residual
 from specviz.step import run_steps
 
 CASES = {
@@ -20,6 +21,7 @@ CASES = {
 }
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name", CASES)
 def test_exact_output_distribution_is_p(name):
     p, q = CASES[name]
@@ -27,12 +29,14 @@ def test_exact_output_distribution_is_p(name):
     torch.testing.assert_close(out, torch.tensor(p, dtype=torch.float64), atol=1e-9, rtol=0)
 
 
+@pytest.mark.fast
 def test_the_classic_mistakes_are_not_p():
     p, q = CASES["generic"]
     assert (output_distribution(p, q, "resample_p") - torch.tensor(p, dtype=torch.float64)).abs().max() > 0.05
     assert (output_distribution(p, q, "greedy_draft") - torch.tensor(p, dtype=torch.float64)).abs().max() > 0.05
 
 
+@pytest.mark.fast
 def test_residual_handles_equal_distributions():
     p = torch.tensor([0.2, 0.8])
     r, fallback = residual(p, p.clone())
@@ -41,6 +45,7 @@ def test_residual_handles_equal_distributions():
     assert not fallback and torch.allclose(r, torch.tensor([1.0, 0.0]))
 
 
+@pytest.mark.fast
 def test_simulation_converges_to_p():
     p, q = CASES["generic"]
     counts = simulate(p, q, 200_000, seed=1)
@@ -61,7 +66,7 @@ def test_speculative_sampling_matches_plain_sampling_on_the_model(embedded):
         events, r = run_steps(speculative_steps(model, ModelDrafter(draft), tok, ids, 3, k=2, cfg=c))
         spec.append(r.token_ids[0])
         rejections += events[0].accepted == 0
-        plain.append(run_steps(greedy_steps(model, tok, ids, 1, SamplingConfig(seed=10_000 + seed, **cfg)))[1].token_ids[0])
+        plain.append(run_steps(plain_steps(model, tok, ids, 1, SamplingConfig(seed=10_000 + seed, **cfg)))[1].token_ids[0])
     assert rejections > n // 10  # the residual really was exercised
     cats = sorted(set(spec) | set(plain))
     table = [[spec.count(t) for t in cats], [plain.count(t) for t in cats]]

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from specviz import packed
-from specviz.greedy import greedy_steps
+from specviz.plain import plain_steps
 from specviz.step import run_steps
 
 pytestmark = pytest.mark.skipif(not packed.available(), reason="this torch build has no oneDNN linear ops")
@@ -38,7 +38,7 @@ def test_embedded_target_is_packed_and_decodes_like_the_unpacked_model(embedded)
         a = model(torch.tensor([ids])).logits
         b = plain(torch.tensor([ids])).logits
     torch.testing.assert_close(a, b, rtol=1e-4, atol=2e-3)
-    ours = run_steps(greedy_steps(model, tok, ids, 24))[1].token_ids
+    ours = run_steps(plain_steps(model, tok, ids, 24))[1].token_ids
     ref = plain.generate(torch.tensor([ids]), max_new_tokens=24, do_sample=False, pad_token_id=tok.eos_token_id)
     assert ours == ref[0, len(ids):].tolist()
 
@@ -57,12 +57,12 @@ def test_packing_can_be_switched_off(monkeypatch):
     assert packed.pack_linears(lin) == 1 and isinstance(lin[0], packed.PackedLinear)
 
 
-def test_shipped_draft_is_packed_and_still_shares_the_embedding(pair):
-    if pair.draft is None:
+def test_shipped_draft_is_packed_and_still_shares_the_embedding(models):
+    if models.draft is None:
         pytest.skip("no shipped draft")
-    assert pair.draft.model.embed_tokens is pair.target.model.embed_tokens
-    own = [m for m in pair.draft.model.layers.modules() if isinstance(m, packed.PackedLinear)]
-    assert len(own) == 7 * pair.draft.config.num_hidden_layers
-    head = pair.draft.lm_head
+    assert models.draft.model.embed_tokens is models.target.model.embed_tokens
+    own = [m for m in models.draft.model.layers.modules() if isinstance(m, packed.PackedLinear)]
+    assert len(own) == 7 * models.draft.config.num_hidden_layers
+    head = models.draft.lm_head
     if hasattr(head, "proj"):  # the reduced head is packed too
         assert isinstance(head.proj, packed.PackedLinear)

@@ -180,7 +180,7 @@ def test_drafter_comparison_runs(app):
     table = at.dataframe[0].value
     assert table["speedup range"].str.endswith("×").all() and (table["plain seconds"] > 0).all()
     assert any("early exit" in x for x in bars["x"])
-    assert any("feature draft" in x for x in bars["x"]) and any("draft model" in x for x in bars["x"])
+    assert any("feature draft" in x for x in bars["x"]) and any("token draft" in x for x in bars["x"])
 
 
 def test_interview_page_quiz_scores(app):

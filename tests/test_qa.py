@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from ui.registry import PAGES as REGISTERED
 from specviz.qa import LEVELS, load, quiz_items, topics
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = {"pages/1_Beam_search.py", "pages/2_Speculative_decoding.py", "pages/3_Speedup_lab.py",
-         "pages/4_Lossless_lab.py", "pages/5_Drafter_comparison.py", "pages/6_Interview_QA.py"}
+pytestmark = pytest.mark.fast
+PAGES = {p.path for p in REGISTERED}
 
 
 def all_text():

@@ -1,5 +1,9 @@
 """The page cursor: Back replays without recomputing; the end is known as soon as it is shown."""
+import pytest
+
 from specviz.replay import Replay
+
+pytestmark = pytest.mark.fast
 
 
 def counting(n, calls):

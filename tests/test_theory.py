@@ -5,6 +5,8 @@ import pytest
 from specviz.figures import speedup as F
 from specviz.theory import DONT_SPECULATE, best_k, expected_tokens, speculation_pays, walltime_improvement
 
+pytestmark = pytest.mark.fast
+
 
 def test_expected_tokens_is_the_geometric_sum():
     for a in (0.0, 0.3, 0.7, 0.95):

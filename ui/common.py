@@ -16,6 +16,7 @@ from specviz.errors import SpecVizError  # noqa: E402
 from specviz.figures import md_escape  # noqa: E402
 from specviz.models import pick_device  # noqa: E402
 from specviz.prompting import context_size, encode_prompt  # noqa: E402
+from ui.registry import leave_pages_folder_mode  # noqa: E402
 
 CURATED = {
     "Explain beam search (chat)": "Explain beam search in two sentences.",
@@ -65,27 +66,8 @@ def _from_url() -> None:
         st.session_state["s_chat"] = q["chat"] not in ("0", "false", "no")
 
 
-_LEFT_PAGES_FOLDER_MODE = False
-
-
-def _leave_pages_folder_mode() -> None:
-    """Until app.py's st.navigation has run once in this server process, Streamlit serves requests through
-    its legacy pages/-folder mode (multipage apps v1): a deep link as the first visit runs the page file
-    directly, and the sidebar lists file names ("app", "Interview QA") with no icons. Leave that mode
-    (what st.navigation itself does) and rerun: app.py then declares the pages and the same URL resolves
-    through them. Once per process, as in Streamlit; AppTest puts the mode back before each of its runs,
-    where a rerun would swallow the click that started the run."""
-    global _LEFT_PAGES_FOLDER_MODE
-    from streamlit.runtime.pages_manager import PagesManager
-
-    if PagesManager.uses_pages_directory and not _LEFT_PAGES_FOLDER_MODE:
-        _LEFT_PAGES_FOLDER_MODE = True
-        PagesManager.uses_pages_directory = False
-        st.rerun()
-
-
 def sidebar() -> Settings:
-    _leave_pages_folder_mode()
+    leave_pages_folder_mode()
     _from_url()
     sb = st.sidebar
     sb.markdown("### Prompt")
@@ -100,8 +82,8 @@ def sidebar() -> Settings:
     sb.toggle("Chat template", value=chat, key="w_chat", on_change=_copy("w_chat", "s_chat"),
               help="Wrap the prompt in the model's chat template (system + user turn + assistant header).")
     with sb.expander("Models", expanded=False):
-        st.caption("Default: SmolLM2-135M-Instruct (embedded, offline) with the project's two distilled drafts: one "
-                   "that reads the target's hidden states (EAGLE-style) and a token-only one.")
+        st.caption("Default: SmolLM2-135M-Instruct (embedded, offline) with the project's two drafts, both distilled "
+                   "from it: the feature draft (reads the target's hidden states, EAGLE-style) and the token draft.")
         target = _persist("s_target", "")
         draft = _persist("s_draft", "")
         st.text_input("Target (Hub id or local folder; empty = embedded)", value=target, key="w_target",
@@ -124,10 +106,10 @@ def _on_choice():
 
 
 @st.cache_resource(show_spinner=False, max_entries=3)
-def _load_pair(target, draft, device):
-    from specviz.models import load_pair
+def _load_models(target, draft, device):
+    from specviz.models import load_models
 
-    return load_pair(target, draft, device)
+    return load_models(target, draft, device)
 
 
 @st.cache_resource(show_spinner=False)
@@ -135,25 +117,25 @@ def _loaded() -> set:
     return set()
 
 
-def get_pair(settings: Settings):
+def get_models(settings: Settings):
     """The (read-only, shared) models; a status box the first time this process loads them."""
     key = (settings.target, settings.draft, settings.device)
     try:
         if key in _loaded():
-            return _load_pair(*key)
+            return _load_models(*key)
         with st.status("Loading models… (the first start converts the embedded GGUF, ~20 s)", expanded=False) as box:
-            pair = _load_pair(*key)
-            box.update(label=f"Models ready: target + {pair.draft_name}", state="complete")
+            models = _load_models(*key)
+            box.update(label=f"Models ready: target + {models.draft_name}", state="complete")
         _loaded().add(key)
-        return pair
+        return models
     except SpecVizError as e:
         st.error(md_escape(str(e)))
         st.stop()
 
 
-def encode(pair, settings: Settings, max_new_tokens: int) -> list[int]:
+def encode(models, settings: Settings, max_new_tokens: int) -> list[int]:
     try:
-        return encode_prompt(pair.tokenizer, settings.prompt, settings.chat, context_size(pair.target), max_new_tokens)
+        return encode_prompt(models.tokenizer, settings.prompt, settings.chat, context_size(models.target), max_new_tokens)
     except SpecVizError as e:
         st.warning(md_escape(str(e)))
         st.stop()
@@ -245,3 +227,10 @@ def bounded(key: str, lo, hi, default, param: str | None = None, name: str = "")
         v = clamped
     st.session_state[key] = v
     return v
+
+
+def slider(container, label: str, key: str, lo, hi, default, param: str | None = None, step=None, **kw):
+    """A slider whose range is written once: its value from the URL or session state, checked against
+    [lo, hi] first (bounded), then the widget."""
+    bounded(key, lo, hi, default, param, label)
+    return container.slider(label, lo, hi, step=step, key=key, **kw)

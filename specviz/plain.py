@@ -9,14 +9,12 @@ from __future__ import annotations
 import math
 from collections.abc import Generator
 
-import torch
-
 from .sampling import SamplingConfig, choose, distribution, new_generator, warpers
 from .step import Stepper, eos_ids, token_text, top_probs
 from .trace import Counters, Result, TokenStep
 
 
-def greedy_steps(model, tokenizer, prompt_ids: list[int], max_new_tokens: int,
+def plain_steps(model, tokenizer, prompt_ids: list[int], max_new_tokens: int,
                  cfg: SamplingConfig = SamplingConfig(), top_n: int = 5) -> Generator[TokenStep, None, Result]:
     cfg.validate()
     stepper = Stepper(model)
@@ -36,18 +34,7 @@ def greedy_steps(model, tokenizer, prompt_ids: list[int], max_new_tokens: int,
         yield TokenStep(step, token, token_text(tokenizer, token), lp, top_probs(tokenizer, probs, top_n, token))
         if token in stop:
             break
-    counters = Counters(target_passes=stepper.passes)
+    counters = Counters(target_passes=stepper.passes, tokens=len(new))
     return Result("greedy" if cfg.greedy else "sample", list(prompt_ids), new,
                   tokenizer.decode(new, skip_special_tokens=True), counters, logprob=logprob)
 
-
-def sequence_logprob(model, prompt_ids: list[int], token_ids: list[int]) -> float:
-    """Total log-probability the model gives token_ids after prompt_ids (teacher-forced, one pass):
-    lets the beam page compare greedy's and beam's sequences on one scale."""
-    if not token_ids:
-        return 0.0
-    with torch.inference_mode():
-        ids = torch.tensor([list(prompt_ids) + list(token_ids)], device=model.device)
-        logits = model(input_ids=ids, logits_to_keep=len(token_ids) + 1).logits[0, :-1].float()
-        logp = torch.log_softmax(logits, -1)
-        return float(logp[torch.arange(len(token_ids)), torch.tensor(token_ids, device=logp.device)].sum())

@@ -1,0 +1,148 @@
+"""Training data: chat prompts from task templates x subjects (subjects.json), the target's answers to
+them, and one teacher-forced target pass over each answer storing its top-k next-token log-probs (the
+soft labels). The answers are cached in job order, so a longer run extends a shorter run's cache.
+
+The subject lists, in cache order: "subjects" (answered `answers_per_prompt` times), then
+"extra_subjects" and "more_subjects" (once each), each added when the drafts still memorised what they
+were trained on (models/README.md, Data, says by how much). "held_out" never enters training: the
+evaluation's prompts.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import pathlib
+import random
+import time
+
+import torch
+
+from ..models import load_target
+from ..prompting import prompt_ids
+
+LISTS = json.loads(pathlib.Path(__file__).with_name("subjects.json").read_text())
+TASKS: list[str] = LISTS["tasks"]
+SUBJECTS: list[str] = LISTS["subjects"]
+EXTRA_SUBJECTS: list[str] = LISTS["extra_subjects"]
+MORE_SUBJECTS: list[str] = LISTS["more_subjects"]
+HELD_OUT: list[str] = LISTS["held_out"]
+DATA_SLICE = 480  # answers generated between two saves of the data cache
+
+
+def prompts(subjects) -> list[str]:
+    return [t.format(s=s) for s, t in itertools.product(subjects, TASKS)]
+
+
+def held_out_prompts() -> list[str]:
+    return prompts(HELD_OUT)
+
+
+def training_jobs(seed: int, temps, answers_per_prompt: int, extra_subjects: int, n_prompts: int = 0):
+    """(prompt, temperature) for the training data, in cache order: the first subject list's prompts
+    `answers_per_prompt` times, then the first `extra_subjects` of the second and third lists' once each;
+    each list shuffled with the seed on its own. n_prompts > 0 keeps only the first n prompts of the first
+    list (tiny runs)."""
+    first = prompts(SUBJECTS)
+    random.Random(seed).shuffle(first)
+    second = prompts(EXTRA_SUBJECTS[:extra_subjects])
+    random.Random(seed + 1).shuffle(second)
+    third = prompts(MORE_SUBJECTS[:max(0, extra_subjects - len(EXTRA_SUBJECTS))])
+    random.Random(seed + 2).shuffle(third)
+    if n_prompts:
+        first, second, third = first[:n_prompts], [], []
+    return data_jobs(first, temps, answers_per_prompt) + data_jobs(second + third, temps, 1)
+
+
+def data_jobs(prompt_list, temperatures, answers_per_prompt: int) -> list[tuple[str, float]]:
+    """(prompt, temperature) in cache order: round r gives prompt i temperature i + r (mod the list),
+    so a prompt's answers all differ in temperature; a longer run extends a shorter run's cache."""
+    return [(p, temperatures[(i + r) % len(temperatures)])
+            for r in range(answers_per_prompt) for i, p in enumerate(prompt_list)]
+
+
+@torch.inference_mode()
+def make_data(target, tok, jobs, max_new: int, topk: int, batch: int, seed: int, log=print) -> list[dict]:
+    """Target answers (batched, left-padded, one temperature per batch) then one teacher-forced pass over
+    each storing its top-k log-probs. Returns one record per job, in job order."""
+    torch.manual_seed(seed)
+    tok.padding_side = "left"
+    order = sorted(range(len(jobs)), key=lambda j: jobs[j][1])  # stable: cache order within a temperature
+    jobs_by_temp = [(jobs[j][0], jobs[j][1], j) for j in order]
+    groups = [list(g) for _, g in itertools.groupby(jobs_by_temp, key=lambda j: j[1])]
+    batches = [g[s:s + batch] for g in groups for s in range(0, len(g), batch)]
+    pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+    by_job, done, made, t0 = {}, 0, 0, time.time()
+    for chunk in batches:
+        temp = chunk[0][1]
+        enc = [prompt_ids(tok, p) for p, _, _ in chunk]
+        width = max(map(len, enc))
+        ids = torch.tensor([[pad] * (width - len(e)) + e for e in enc], device=target.device)
+        mask = torch.tensor([[0] * (width - len(e)) + [1] * len(e) for e in enc], device=target.device)
+        kw = dict(do_sample=True, temperature=temp, top_k=0, top_p=1.0) if temp > 0 else dict(do_sample=False)
+        out = target.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_new, pad_token_id=pad, **kw)
+        for row, e, (_, _, j) in zip(out, enc, chunk):
+            answer = row[width:].tolist()
+            if pad in answer:  # cut at EOS (inclusive)
+                answer = answer[:answer.index(pad) + 1]
+            by_job[j] = soft_labels(target, e, answer, topk) | {"temperature": temp}
+            made += len(answer)
+        done += len(chunk)
+        log(f"  data {done}/{len(jobs)} answers, {made / (time.time() - t0):.0f} answer tokens/s")
+    return [by_job[j] for j in range(len(jobs))]
+
+
+def soft_labels(target, prompt: list[int], answer: list[int], topk: int) -> dict:
+    """One teacher-forced target pass over prompt + answer: the top-k log-probs at the positions that
+    predict the answer's tokens."""
+    seq = prompt + answer
+    logits = target(input_ids=torch.tensor([seq], device=target.device)).logits[0].float()
+    logp = torch.log_softmax(logits[len(prompt) - 1:-1], -1)
+    v, i = torch.topk(logp, topk, -1)
+    return {"ids": seq, "start": len(prompt), "top_logp": v.half().cpu(), "top_ids": i.int().cpu()}
+
+
+def cache_in_job_order(records, jobs, tok):
+    """Caches written before answers carried their temperature were sorted by temperature; put such a
+    cache (one answer per prompt) back in job order by matching each answer's prompt tokens."""
+    if not records or "temperature" in records[0]:
+        return records
+    by_prompt = {tuple(r["ids"][:r["start"]]): r for r in records}
+    ordered = []
+    for prompt, temp in jobs:
+        r = by_prompt.pop(tuple(prompt_ids(tok, prompt)), None)
+        if r is None:
+            break
+        ordered.append(r | {"temperature": temp})
+    return ordered
+
+
+def cached_data(path: pathlib.Path, jobs, tok, max_new: int, topk: int, batch: int, seed: int,
+                regenerate: bool = False, log=print) -> list[dict]:
+    """One record per job: those in the cache at `path` (unless regenerate), the rest generated and saved
+    slice by slice (a long run that is cut keeps what it made). A run on fewer jobs reads a prefix."""
+    records = []
+    if path.is_file() and not regenerate:
+        records = cache_in_job_order(torch.load(path, weights_only=False), jobs, tok)
+        log(f"data: {len(records)} answers from {path}")
+    if len(records) < len(jobs):
+        temps = sorted({t for _, t in jobs[len(records):]})
+        log(f"data: {len(jobs) - len(records)} more answers, temperatures {temps}, {max_new} new tokens each")
+        gen, _ = load_target()  # no gradients, no weights read back: the packed (fast) target generates
+        path.parent.mkdir(parents=True, exist_ok=True)
+        while len(records) < len(jobs):
+            todo = jobs[len(records):len(records) + DATA_SLICE]
+            records += make_data(gen, tok, todo, max_new, topk, batch, seed + len(records), log)
+            torch.save(records, path)
+    return records[:len(jobs)]
+
+
+def head_subset(records, size: int, eos: int) -> torch.Tensor:
+    """The `size` token ids the target emits most often in the training answers (EOS always in)."""
+    counts = torch.zeros(200_000, dtype=torch.long)
+    for r in records:
+        ans = torch.tensor(r["ids"][r["start"]:])
+        counts.index_add_(0, ans, torch.ones_like(ans))
+        top = r["top_ids"][:, :4].reshape(-1).long()  # the target's near-misses matter too
+        counts.index_add_(0, top, torch.ones_like(top))
+    counts[eos] = counts.max() + 1
+    return torch.sort(torch.topk(counts, size).indices).values

@@ -1,0 +1,105 @@
+"""The shape of the code, checked: the import graph of specviz/ is acyclic, no module imports another
+inside a function to dodge a circle, no private name is used outside its module, the engine never
+imports Streamlit, and no engine function outgrows a screen."""
+import ast
+import pathlib
+
+import pytest
+
+pytestmark = pytest.mark.fast
+PKG = pathlib.Path(__file__).resolve().parent.parent / "specviz"
+# __main__ imports the engine inside decode() on purpose: `--help` and bad input answer before torch loads
+LAZY_OK = {"specviz.__main__"}
+ENGINE = ["speculative.py", "verify.py", "plain.py", "beam.py", "step.py", "sampling.py", "trace.py",
+          "metrics.py", "drafters"]
+
+
+def modules():
+    for path in sorted(PKG.rglob("*.py")):
+        parts = path.relative_to(PKG.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        yield name, path, ast.parse(path.read_text())
+
+
+def resolve(module: str, node: ast.ImportFrom, is_pkg: bool) -> str:
+    if node.level == 0:
+        return node.module or ""
+    base = module.split(".")
+    base = base[:len(base) - node.level + (1 if is_pkg else 0)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def imports(name, path, tree):
+    """(imported specviz module, the import node, at top level?) for every import of specviz code."""
+    top = set(map(id, tree.body))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            target = resolve(name, node, path.name == "__init__.py")
+            if target.startswith("specviz"):
+                yield target, node, id(node) in top
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("specviz"):
+                    yield alias.name, node, id(node) in top
+
+
+def known(target, names):
+    while target and target not in names:
+        target = target.rpartition(".")[0]
+    return target
+
+
+def test_import_graph_is_acyclic_and_imports_are_at_the_top():
+    mods = {name: (path, tree) for name, path, tree in modules()}
+    graph = {name: set() for name in mods}
+    lazy = []
+    for name, (path, tree) in mods.items():
+        for target, node, at_top in imports(name, path, tree):
+            target = known(target, mods)
+            if target and target != name:
+                graph[name].add(target)
+                if not at_top and name not in LAZY_OK:
+                    lazy.append(f"{name}:{node.lineno} imports {target} inside a function")
+    assert not lazy, lazy
+    seen, stack = set(), []
+
+    def visit(n):
+        if n in stack:
+            raise AssertionError("import circle: " + " -> ".join(stack[stack.index(n):] + [n]))
+        if n in seen:
+            return
+        stack.append(n)
+        for m in graph[n]:
+            visit(m)
+        stack.pop()
+        seen.add(n)
+
+    for n in graph:
+        visit(n)
+
+
+def test_no_private_name_is_used_outside_its_module():
+    leaks = []
+    for name, path, tree in modules():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and resolve(name, node, path.name == "__init__.py").startswith("specviz"):
+                leaks += [f"{name} imports {a.name}" for a in node.names if a.name.startswith("_") and a.name != "__version__"]
+    assert not leaks, leaks
+
+
+def test_the_engine_never_imports_streamlit():
+    for name, path, tree in modules():
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = [a.name for a in node.names] + [getattr(node, "module", None) or ""]
+                assert not any(n.startswith("streamlit") for n in names), f"{name}:{node.lineno}"
+
+
+def test_engine_functions_fit_on_a_screen():
+    long = []
+    for entry in ENGINE:
+        for path in ([PKG / entry] if entry.endswith(".py") else sorted((PKG / entry).glob("*.py"))):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > 60:
+                    long.append(f"{path.name}:{node.name} ({node.end_lineno - node.lineno + 1} lines)")
+    assert not long, long
