@@ -45,6 +45,44 @@ class Stepper:
         self.passes += 1
         return logits
 
+    @torch.inference_mode()
+    def masked_logits(self, new: list[int], position_ids: list[int], allowed: torch.Tensor, keep: int) -> torch.Tensor:
+        """ONE forward over `new` on top of the cache with an explicit attention pattern (a token tree):
+        allowed is (len(new), cached + len(new)) bool, True where a query may attend; position_ids one per
+        new token. transformers takes a 4D mask as given (masking_utils returns a prepared 4D mask as-is):
+        here an additive float mask, 0 where allowed and the dtype's minimum elsewhere, which both the SDPA
+        and the eager attention add to the scores. Returns (keep, vocab) float32 logits of the last `keep`
+        positions; every new token's keys and values are appended to the cache (keep_slots prunes them)."""
+        dtype = self.model.dtype
+        mask = torch.zeros(allowed.shape, dtype=dtype).masked_fill(~allowed.cpu(), torch.finfo(dtype).min)
+        device = self.model.device
+        out = self.model(
+            input_ids=torch.tensor([new], device=device),
+            position_ids=torch.tensor([position_ids], device=device),
+            attention_mask=mask[None, None].to(device),
+            past_key_values=self.cache,
+            use_cache=True,
+            logits_to_keep=keep,
+            output_hidden_states=bool(self.read_layers),
+        )
+        if self.read_layers:
+            self.states = torch.cat([out.hidden_states[i][0] for i in self.read_layers], -1)
+        self.cache = out.past_key_values
+        self.passes += 1
+        return out.logits[0, -keep:].float()
+
+    def keep_slots(self, slots: list[int]) -> None:
+        """Keep only these cache entries, in this order (a tree's accepted path after its context): every
+        layer's keys and values gathered along the sequence axis, the rest dropped. Each kept entry was
+        computed at its node's position id (context length + depth - 1), which is exactly the position it
+        now holds, so the cache equals a fresh prefill of the accepted prefix."""
+        if self.cache is None:
+            return
+        for layer in self.cache.layers:
+            index = torch.tensor(slots, device=layer.keys.device)
+            layer.keys = layer.keys.index_select(-2, index)
+            layer.values = layer.values.index_select(-2, index)
+
     def crop(self, n: int) -> None:
         # transformers 5: crop(-m) removes the last m tokens (a positive size is refused)
         if self.cache is not None and self.cached > n:

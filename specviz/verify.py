@@ -93,3 +93,152 @@ def verify(drafts: list[int], q: torch.Tensor | None, p: torch.Tensor, greedy: b
     n = len(drafts)
     # every draft passed: the target's last distribution is free
     return Verification(tuple(rulings), n, draw(p[n], greedy, gen), "bonus" if n else "target", None, False)
+
+
+# ---------------------------------------------------------------- token trees (SpecInfer, Medusa, EAGLE-2)
+@dataclass(frozen=True, eq=False)
+class TokenTree:
+    """Drafted candidates as a tree over the context's last token (the root, not a node). Node i holds
+    tokens[i]; parents[i] is its parent node, or -1 for a child of the root; parents come before their
+    children (parents[i] < i). q: (n, vocab), the distribution node i was drawn from given its parent AND
+    its earlier siblings, or None when every node is a deterministic choice (one-hot q). q_token: the
+    draft's probability of each node's token (what a viewer shows as its confidence)."""
+    tokens: tuple[int, ...]
+    parents: tuple[int, ...]
+    q: torch.Tensor | None = None
+    q_token: tuple[float, ...] = ()
+
+    def __post_init__(self):
+        if len(self.tokens) != len(self.parents) or any(not -1 <= a < i for i, a in enumerate(self.parents)):
+            raise ValueError(f"not a tree in topological order: parents {self.parents}")
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    @classmethod
+    def chain(cls, tokens: list[int], q: torch.Tensor | None = None, q_token: tuple[float, ...] = ()) -> "TokenTree":
+        """A chain drafter's proposal: each token the only child of the one before."""
+        return cls(tuple(tokens), tuple(range(-1, len(tokens) - 1)), q, q_token)
+
+    @property
+    def depths(self) -> list[int]:
+        """1 for the root's children (the first drafted position), 2 for theirs, ..."""
+        depth: list[int] = []
+        for a in self.parents:
+            depth.append(1 if a < 0 else depth[a] + 1)
+        return depth
+
+    def children(self, node: int) -> list[int]:
+        """Children of a node (-1: the root), in the order the verifier tries them."""
+        return [i for i, a in enumerate(self.parents) if a == node]
+
+    def path_to(self, node: int) -> list[int]:
+        """Nodes from the root's child down to `node` (empty for the root)."""
+        path = []
+        while node >= 0:
+            path.append(node)
+            node = self.parents[node]
+        return path[::-1]
+
+    def ancestry(self) -> torch.Tensor:
+        """(n, n) bool: [i, j] is True when node j is node i or one of its ancestors (what i may attend to)."""
+        n = len(self)
+        seen = torch.zeros(n, n, dtype=torch.bool)
+        for i, a in enumerate(self.parents):
+            if a >= 0:
+                seen[i] = seen[a]
+            seen[i, i] = True
+        return seen
+
+    def q_of(self, node: int, like: torch.Tensor) -> torch.Tensor:
+        return self.q[node] if self.q is not None else one_hot(self.tokens[node], like)
+
+
+@dataclass(frozen=True)
+class TreeRuling:
+    """The verifier's decision on one node it tried (children of a node are tried in turn)."""
+    node: int
+    token: int
+    p: float  # the CURRENT p(x): after earlier siblings' rejections, the residual they left
+    q: float
+    accept_prob: float  # min(1, p(x)/q(x)); 1 or 0 for a greedy match
+    u: float | None
+    accepted: bool
+    target_choice: int  # greedy: argmax of the parent's p; -1 when sampling
+
+
+@dataclass(frozen=True)
+class TreeVerification:
+    rulings: tuple[TreeRuling, ...]  # every node tried, in order
+    path: tuple[int, ...]  # the accepted nodes, root's child first
+    token: int | None  # the target's own token after the path; None after an accepted EOS
+    origin: str  # "correction" | "resampled" | "bonus" | "target" | "none", as in Verification
+    residual: torch.Tensor | None  # the final residual when every child of the last node was rejected (sampling)
+    residual_fallback: bool
+
+
+def sibling_schedule(p: torch.Tensor, xs: list[int], qs: list[torch.Tensor]) -> tuple[list[float], list[torch.Tensor], bool]:
+    """Multi-draft recursive rejection sampling at one node (SpecInfer, Miao et al. 2024): child i is tried
+    against p_i, the residual the i earlier rejections left (p_0 = p), and accepted with probability
+    a_i = min(1, p_i(x_i)/q_i(x_i)); after its rejection p_{i+1} = normalize(max(0, p_i - q_i)). Returns the
+    a_i, the p_i (len(xs) + 1 of them: the last is what is sampled when every child fails) and whether any
+    residual was all zero. Pure arithmetic: the sampling verifier and the exact enumeration both use it."""
+    probs, dists, fallback = [], [p], False
+    for x, q in zip(xs, qs):
+        cur = dists[-1]
+        probs.append(accept_probability(float(cur[x]), float(q[x])) if float(q[x]) > 0 else 0.0)
+        nxt, fb = residual(cur, q)
+        dists.append(nxt)
+        fallback = fallback or fb
+    return probs, dists, fallback
+
+
+def verify_tree(tree: TokenTree, p: torch.Tensor, greedy: bool, gen: torch.Generator,
+                stop: set[int] | frozenset = frozenset()) -> TreeVerification:
+    """p: (n + 1, vocab) from ONE verify pass over the tree: row 0 the root's next-token distribution, row
+    1 + i node i's. Greedy: walk from the root, at each node take the child equal to the argmax (output ==
+    plain greedy for any tree). Sampling: recursive rejection sampling over each node's children in turn;
+    output ~ p exactly as long as each q is what its node was really drawn from (one-hot for deterministic
+    picks). Taking "the longest accepted path" instead is biased (tests/test_tree_verify.py)."""
+    rulings, path, node = [], [], -1
+    while True:
+        row, kids = p[node + 1], tree.children(node)
+        fallback = False
+        if greedy:
+            best, dist, chosen = int(torch.argmax(row)), row, None
+            for c in kids:
+                ok = tree.tokens[c] == best
+                rulings.append(TreeRuling(c, tree.tokens[c], float(row[tree.tokens[c]]), float(tree.q_of(c, row)[tree.tokens[c]]),
+                                          float(ok), None, ok, best))
+                if ok:
+                    chosen = c
+                    break
+        else:
+            (chosen, dist, fallback), best = sample_children(tree, row, kids, gen, rulings), -1
+        if chosen is None:
+            break
+        path.append(chosen)
+        node = chosen
+        if tree.tokens[chosen] in stop:
+            return TreeVerification(tuple(rulings), tuple(path), None, "none", None, False)
+    tried = bool(kids)
+    origin = ("correction" if greedy else "resampled") if tried else ("bonus" if path else "target")
+    token = best if greedy else draw(dist, False, gen)
+    res = dist if (tried and not greedy) else None
+    return TreeVerification(tuple(rulings), tuple(path), token, origin, res, fallback and res is not None)
+
+
+def sample_children(tree: TokenTree, row: torch.Tensor, kids: list[int], gen: torch.Generator,
+                    rulings: list) -> tuple[int | None, torch.Tensor, bool]:
+    """Try the children in turn (sibling_schedule); the accepted one, or None and the final residual (and
+    whether a residual was all zero)."""
+    xs = [tree.tokens[c] for c in kids]
+    qs = [tree.q_of(c, row) for c in kids]
+    probs, dists, fallback = sibling_schedule(row, xs, qs)
+    for i, c in enumerate(kids):
+        u = float(torch.rand((), generator=gen))
+        ok = u < probs[i]
+        rulings.append(TreeRuling(c, xs[i], float(dists[i][xs[i]]), float(qs[i][xs[i]]), probs[i], u, ok, -1))
+        if ok:
+            return c, dists[i], False
+    return None, dists[-1], fallback

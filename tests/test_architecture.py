@@ -10,7 +10,7 @@ pytestmark = pytest.mark.fast
 PKG = pathlib.Path(__file__).resolve().parent.parent / "specviz"
 # __main__ imports the engine inside decode() on purpose: `--help` and bad input answer before torch loads
 LAZY_OK = {"specviz.__main__"}
-ENGINE = ["speculative.py", "verify.py", "plain.py", "beam.py", "step.py", "sampling.py", "trace.py",
+ENGINE = ["speculative.py", "tree.py", "verify.py", "plain.py", "beam.py", "step.py", "sampling.py", "trace.py",
           "metrics.py", "drafters"]
 
 
