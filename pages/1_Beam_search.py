@@ -1,7 +1,7 @@
 """Beam search step by step, beside greedy on the same prompt."""
 import streamlit as st
 
-from ui.common import controls, encode, get_models, get_replay, play_interval, play_tick, sidebar, slider
+from ui.common import controls, encode, get_models, get_replay, link, play_interval, play_speed, play_tick, sidebar, slider
 
 from specviz.beam import beam_steps
 from specviz.compare import beam_vs_greedy
@@ -20,7 +20,8 @@ B = slider(c1, "Beam width B", "bm_b", 1, 8, 3, "beams")
 penalty = slider(c2, "Length penalty", "bm_lp", -1.0, 3.0, 1.0, "length_penalty", step=0.1,
                  help="score = sum log p / length^penalty: above 0 favours longer hypotheses.")
 max_new = slider(c3, "Max new tokens", "bm_max", 2, 40, 12, "max_new_tokens")
-top_n = slider(c4, "Top candidates shown per beam", "bm_top", 1, 6, 3)
+top_n = slider(c4, "Top candidates shown per beam", "bm_top", 1, 6, 3, "top")
+link("beam", "Beam_search", dict(beams=B, length_penalty=penalty, max_new_tokens=max_new, top=top_n))
 ids = encode(models, settings, max_new)
 params = (tuple(ids), B, penalty, max_new, top_n, settings.target)
 replay = get_replay("beam", params, lambda: beam_steps(models.target, models.tokenizer, ids, B, max_new, penalty, top_n))
@@ -71,5 +72,4 @@ def view():
 
 
 view()
-st.session_state["beam_speed"] = st.select_slider("Play speed (seconds per step)", [0.3, 0.5, 0.8, 1.2, 2.0],
-                                                 value=st.session_state.get("beam_speed", 0.8), key="beam_speed_w")
+play_speed("beam")

@@ -2,7 +2,8 @@
 bonus, cache rollback."""
 import streamlit as st
 
-from ui.common import bounded, controls, encode, get_models, get_replay, play_interval, play_tick, sidebar, slider
+from ui.common import (bounded, controls, encode, get_models, get_replay, keep, link, play_interval, play_speed,
+                       play_tick, sidebar, slider)
 
 from specviz.drafters import ALIASES, LABELS, drafter_choices, make_drafter
 from specviz.figures import spec_cycle as F
@@ -17,10 +18,14 @@ st.caption("A small draft guesses K tokens; the big target checks all of them in
 models = get_models(settings)
 
 bounded("sp_seed", 0, 2**31 - 1, 0, "seed", "Seed")
-if "sp_url" not in st.session_state:  # ?mode=sampling&drafter=ngram on a first visit
+for key in ("sp_drafter", "sp_mode", "sp_dynamic"):
+    keep(key)  # settings survive a page switch
+if "sp_url" not in st.session_state:  # ?mode=sampling&drafter=ngram&dynamic=1 on a first visit
     st.session_state["sp_url"] = True
-    if st.query_params.get("mode") == "sampling":
-        st.session_state["sp_mode"] = "rejection sampling"
+    if st.query_params.get("mode") in ("sampling", "greedy"):
+        st.session_state["sp_mode"] = "rejection sampling" if st.query_params["mode"] == "sampling" else "greedy match"
+    if "dynamic" in st.query_params:
+        st.session_state["sp_dynamic"] = st.query_params["dynamic"] not in ("0", "false", "no")
     asked = ALIASES.get(st.query_params.get("drafter"), st.query_params.get("drafter"))
     if asked in LABELS:
         st.session_state["sp_drafter"] = LABELS[asked]
@@ -41,7 +46,7 @@ seed = c7.number_input("Seed", 0, 2**31 - 1, key="sp_seed", disabled=not samplin
 dynamic = c8.toggle("Dynamic K (+2 after all accepted, −1 after a rejection)", key="sp_dynamic")
 ee_layers = 4
 if drafter_name.startswith("early exit"):
-    ee_layers = st.slider("Early-exit layers L", 1, models.target.config.num_hidden_layers - 1, 4, key="sp_ee")
+    ee_layers = slider(st, "Early-exit layers L", "sp_ee", 1, models.target.config.num_hidden_layers - 1, 4, "ee")
 
 ids = encode(models, settings, max_new)
 cfg = SamplingConfig(temperature if sampling else 0.0, 0, top_p if sampling else 1.0, int(seed) if sampling else 0)
@@ -54,6 +59,10 @@ def factory():
     return speculative_steps(models.target, drafter, models.tokenizer, ids, max_new, k, cfg, dynamic, k_max=16)
 
 
+link("spec", "Speculative_decoding", dict(
+    k=k, drafter=kind, mode="sampling" if sampling else "greedy", max_new_tokens=max_new, dynamic=dynamic,
+    **(dict(temperature=temperature, top_p=top_p, seed=int(seed)) if sampling else {}),
+    **(dict(ee=ee_layers) if kind == "early-exit" else {})))
 replay = get_replay("spec", params, factory, phases=spec_phases)
 
 
@@ -114,5 +123,4 @@ def view():
 
 
 view()
-st.session_state["spec_speed"] = st.select_slider("Play speed (seconds per step)", [0.3, 0.5, 0.8, 1.2, 2.0],
-                                                 value=st.session_state.get("spec_speed", 0.8), key="spec_speed_w")
+play_speed("spec")

@@ -1,8 +1,15 @@
-"""Shared by every page: the sidebar (prompt, chat template, models, device), the model cache and
-the Step / Back / Play / Run to end / Reset controls over a Replay kept in st.session_state."""
+"""Shared by every page: the sidebar (prompt, chat template, models, device), the model cache, settings that
+survive page switches, the address bar kept in step with a page's settings (a link reopens the same screen),
+and the Step / Back / Play / Run to end / Reset controls (keys → ← Space) over a Replay kept in
+st.session_state, whose trace is recorded once per server for everyone who asks for the same run."""
 from __future__ import annotations
 
+import dataclasses
+import json
 import sys
+import threading
+import urllib.parse
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,11 +47,30 @@ class Settings:
 
 
 def _persist(name: str, default):
-    """Widget values die with their page; these keys carry them from page to page."""
+    """A plain (non-widget) session key with a default: it lives as long as the session."""
     if name not in st.session_state:
         st.session_state[name] = default
-    st.session_state[name] = st.session_state[name]  # re-assert so Streamlit keeps it
     return st.session_state[name]
+
+
+def keep(key: str) -> None:
+    """Call just before creating the widget `key`. Streamlit drops a widget's value at the end of any run
+    that does not draw it (another page), so a page's settings would reset on every page switch; a shadow
+    key carries the value across. The widget is then created WITHOUT value=/index= (its value comes from
+    session state), which is also what keeps Streamlit's "created with a default value but also had its
+    value set via the Session State API" warning out of the log."""
+    shadow = "_keep_" + key
+    if key in st.session_state:
+        st.session_state[shadow] = st.session_state[key]
+    elif shadow in st.session_state:
+        st.session_state[key] = st.session_state[shadow]
+
+
+def _widget(key: str, canonical: str) -> None:
+    """Sidebar widgets mirror a canonical key (s_*), which code and tests may set: put its value in the
+    widget's key before the widget is drawn (never value=, see keep)."""
+    if st.session_state.get(key, object()) != st.session_state[canonical]:
+        st.session_state[key] = st.session_state[canonical]
 
 
 def _copy(src: str, dst: str):
@@ -60,10 +86,18 @@ def _from_url() -> None:
     st.session_state["s_url_read"] = True
     q = st.query_params
     if "prompt" in q:
-        st.session_state["s_choice"] = OWN
         st.session_state["s_prompt"] = q["prompt"]
+        st.session_state["s_choice"] = _name_of(q["prompt"])
     if "chat" in q:
         st.session_state["s_chat"] = q["chat"] not in ("0", "false", "no")
+
+
+def _name_of(prompt: str) -> str:
+    """The curated prompt's name for this text, or "Your own prompt"."""
+    return next((name for name, text in CURATED.items() if text == prompt), OWN)
+
+
+CHART_FORMATS = ["png", "svg"]
 
 
 def sidebar() -> Settings:
@@ -72,24 +106,36 @@ def sidebar() -> Settings:
     sb = st.sidebar
     sb.markdown("### Prompt")
     names = list(CURATED) + [OWN]
-    choice = _persist("s_choice", names[0])
-    sb.selectbox("Curated prompts", names, index=names.index(choice) if choice in names else 0,
-                 key="w_choice", on_change=_on_choice)
+    if _persist("s_choice", names[0]) not in names:
+        st.session_state["s_choice"] = OWN
     prompt = _persist("s_prompt", CURATED[names[0]])
-    sb.text_area("Prompt text", value=prompt, key="w_prompt", height=120, on_change=_copy("w_prompt", "s_prompt"),
+    if st.session_state["s_choice"] != OWN and CURATED[st.session_state["s_choice"]] != prompt:
+        st.session_state["s_choice"] = _name_of(prompt)  # the prompt was set in code or by a link
+    _widget("w_choice", "s_choice")
+    sb.selectbox("Curated prompts", names, key="w_choice", on_change=_on_choice)
+    _widget("w_prompt", "s_prompt")
+    sb.text_area("Prompt text", key="w_prompt", height=120, on_change=_on_prompt,
                  help="Edit freely; changing it resets the runs on every page.")
     chat = _persist("s_chat", True)
-    sb.toggle("Chat template", value=chat, key="w_chat", on_change=_copy("w_chat", "s_chat"),
+    _widget("w_chat", "s_chat")
+    sb.toggle("Chat template", key="w_chat", on_change=_copy("w_chat", "s_chat"),
               help="Wrap the prompt in the model's chat template (system + user turn + assistant header).")
     with sb.expander("Models", expanded=False):
         st.caption("Default: SmolLM2-135M-Instruct (embedded, offline) with the project's two drafts, both distilled "
                    "from it: the feature draft (reads the target's hidden states, EAGLE-style) and the token draft.")
         target = _persist("s_target", "")
         draft = _persist("s_draft", "")
-        st.text_input("Target (Hub id or local folder; empty = embedded)", value=target, key="w_target",
+        _widget("w_target", "s_target")
+        st.text_input("Target (Hub id or local folder; empty = embedded)", key="w_target",
                       on_change=_copy("w_target", "s_target"))
-        st.text_input("Draft (Hub id or local folder; empty = default)", value=draft, key="w_draft",
+        _widget("w_draft", "s_draft")
+        st.text_input("Draft (Hub id or local folder; empty = default)", key="w_draft",
                       on_change=_copy("w_draft", "s_draft"))
+    _persist("s_chart_format", "png")
+    _widget("w_chart_format", "s_chart_format")
+    sb.radio("Chart download format", CHART_FORMATS, key="w_chart_format", horizontal=True,
+             format_func=str.upper, on_change=_copy("w_chart_format", "s_chart_format"),
+             help="What the camera icon in a chart's toolbar (top right of every chart, on hover) saves.")
     device = str(pick_device())
     from specviz import packed
     sb.caption(f"Device: **{device}**" + (" · linear layers packed for oneDNN" if device == "cpu" and packed.available()
@@ -103,6 +149,24 @@ def _on_choice():
     if choice in CURATED:
         st.session_state["s_prompt"] = CURATED[choice]
         st.session_state["w_prompt"] = CURATED[choice]
+
+
+def _on_prompt():
+    """Edited text: the picker follows (the curated name when the text is one, else "Your own prompt")."""
+    text = st.session_state["w_prompt"]
+    st.session_state["s_prompt"] = text
+    st.session_state["s_choice"] = st.session_state["w_choice"] = _name_of(text)
+
+
+def chart(fig, key: str, container=None, **kw) -> None:
+    """Every chart through one call: Plotly's toolbar shown (on hover, top right) with its camera saving the
+    chart as PNG or SVG (the sidebar's "Chart download format"), named after the chart's key."""
+    fmt = st.session_state.get("s_chart_format", "png")
+    config = {"displayModeBar": True, "displaylogo": False,
+              "modeBarButtonsToRemove": ["lasso2d", "select2d"],
+              "toImageButtonOptions": {"format": fmt, "filename": f"specviz_{key}",
+                                       **({"scale": 2} if fmt == "png" else {})}}
+    (container or st).plotly_chart(fig, key=key, config=config, **kw)
 
 
 @st.cache_resource(show_spinner=False, max_entries=3)
@@ -141,22 +205,102 @@ def encode(models, settings: Settings, max_new_tokens: int) -> list[int]:
         st.stop()
 
 
+class _Recordings:
+    """Recorded traces shared by every session of this server, keyed by page and settings: the same prompt and
+    settings give the same trace (runs are deterministic given their settings and seed), so a classroom on
+    one prompt computes each step once. Bounded (least recently used out); a session keeps its own reference
+    to the recording it walks, so an evicted one lives on for the sessions still on it."""
+
+    def __init__(self, size: int = 24):
+        self.size = size
+        self.items: OrderedDict = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, key, factory):
+        from specviz.replay import Recording
+
+        with self.lock:
+            rec = self.items.get(key)
+            if rec is not None:
+                self.items.move_to_end(key)
+                return rec
+        rec = Recording(factory())  # outside the lock: building a drafter may take a moment
+        with self.lock:
+            rec = self.items.setdefault(key, rec)
+            self.items.move_to_end(key)
+            while len(self.items) > self.size:
+                self.items.popitem(last=False)
+        return rec
+
+
+@st.cache_resource(show_spinner=False)
+def recordings() -> _Recordings:
+    return _Recordings()
+
+
 def get_replay(name: str, params: tuple, factory, phases: int = 1):
-    """This session's Replay for `name`; a new one whenever the parameters change (slider, prompt,
-    model), so a changed setting always starts a clean run."""
+    """This session's Replay (its own cursor) for `name`, over the server's shared recording for these
+    parameters; a new cursor whenever the parameters change (slider, prompt, model), so a changed setting
+    always starts a clean run. On a session's first visit a link's ?step= puts the cursor where the link was."""
     from specviz.replay import Replay
 
     slot = st.session_state.get(name)
     if slot is None or slot[0] != params:
-        slot = (params, Replay(factory(), phases))
+        slot = (params, Replay(recordings().get((name, params), factory), phases))
         st.session_state[name] = slot
         st.session_state[name + "_playing"] = False
+        if not st.session_state.get(name + "_step_read"):
+            st.session_state[name + "_step_read"] = True
+            where = Replay.parse_position(st.query_params.get("step", ""))
+            if where is not None:
+                try:
+                    slot[1].seek(*where)
+                except SpecVizError as e:
+                    st.session_state[name + "_error"] = str(e)
     return slot[1]
 
 
 def reset(name: str):
-    st.session_state.pop(name, None)
+    """A new cursor at the start (the recording stays: stepping again replays it)."""
+    slot = st.session_state.get(name)
+    if slot is not None:
+        from specviz.replay import Replay
+
+        old = slot[1]
+        st.session_state[name] = (slot[0], Replay(old.recording, old._phases))
     st.session_state[name + "_playing"] = False
+
+
+def link(name: str, page: str, values: dict) -> None:
+    """The page's settings as URL query parameters (the ones a first visit reads); controls() keeps the
+    address bar in step with them and the cursor (?step=), and offers the link to copy."""
+    st.session_state[name + "_link"] = (page, {k: str(int(v) if isinstance(v, bool) else v) for k, v in values.items()})
+
+
+def _url_params(name: str, replay) -> tuple[str, dict]:
+    page, values = st.session_state.get(name + "_link", ("", {}))
+    params = dict(values)
+    settings = st.session_state.get("s_prompt"), st.session_state.get("s_chat", True)
+    params["prompt"], params["chat"] = settings[0] or "", str(int(bool(settings[1])))
+    if replay.position():
+        params["step"] = replay.position()
+    return page, params
+
+
+def _sync_url(name: str, replay) -> str:
+    """Write the settings and cursor into the address bar (only when they changed); return the full link."""
+    page, params = _url_params(name, replay)
+    if dict(st.query_params) != params:
+        st.query_params.from_dict(params)
+    base = urllib.parse.urlsplit(st.context.url or "http://localhost:8501")
+    return urllib.parse.urlunsplit((base.scheme, base.netloc, "/" + page, urllib.parse.urlencode(params), ""))
+
+
+def _trace_json(name: str, replay) -> str:
+    page, params = _url_params(name, replay)
+    return json.dumps({"page": page, "settings": params, "shown_events": replay.event + 1,
+                       "finished": replay.at_end,
+                       "events": [dataclasses.asdict(e) for e in replay.shown()]}, indent=1, default=str)
 
 
 def _act(name: str, action):
@@ -170,25 +314,45 @@ def _act(name: str, action):
     return cb
 
 
+def _toggle_play(name: str):
+    def cb():
+        st.session_state[name + "_playing"] = not st.session_state.get(name + "_playing", False)
+    return cb
+
+
 def controls(name: str, replay, whole_label: str | None = None) -> None:
-    """Step / Back / Play / Run to end / Reset. Step computes only past the recorded trace."""
-    cols = st.columns([1, 1, 1, 1.3, 1, 2.2] if whole_label else [1, 1, 1, 1.3, 1, 0.01])
+    """Step / Back / Play / Run to end / Reset, with keys → ← Space (shown on the buttons); Step computes only
+    past the recorded trace. Then "Copy link" (this screen: settings and step) and the trace as JSON."""
     playing = st.session_state.get(name + "_playing", False)
-    cols[0].button("Step ▶", key=f"{name}_step", type="primary", disabled=replay.at_end, help="One step forward",
-                   on_click=_act(name, replay.forward))
-    cols[1].button("◀ Back", key=f"{name}_back", disabled=replay.event < 0, help="Replays the recorded trace",
-                   on_click=_act(name, replay.back))
-    # Play and Reset need a full rerun (Play changes the fragment's timer; Reset makes a new run)
-    if cols[2].button("Pause ❚❚" if playing else "Play ▶▶", key=f"{name}_play", disabled=replay.at_end and not playing):
-        st.session_state[name + "_playing"] = not playing
+    if playing and replay.at_end:
+        playing = st.session_state[name + "_playing"] = False
+    # one container with a fixed key: a fragment rerun replaces this row instead of drawing a second one
+    row = st.container(key=f"{name}_controls", horizontal=True, gap="small")
+    row.button("Step ▶", key=f"{name}_step", type="primary", disabled=replay.at_end,
+               help="One step forward (→)", shortcut="Right", on_click=_act(name, replay.forward))
+    row.button("◀ Back", key=f"{name}_back", disabled=replay.event < 0,
+               help="Replays the recorded trace (←)", shortcut="Left", on_click=_act(name, replay.back))
+    # Play and Reset need a full rerun (Play changes the fragment's timer; Reset makes a new cursor)
+    if row.button("Pause ❚❚" if playing else "Play ▶▶",
+                  key=f"{name}_play", disabled=replay.at_end and not playing, help="Play / pause (Space)",
+                  shortcut="Space", on_click=_toggle_play(name)):
         st.rerun()
-    cols[3].button("Run to end ⏭", key=f"{name}_end", disabled=replay.at_end, on_click=_act(name, replay.to_end))
-    if cols[4].button("Reset ↺", key=f"{name}_reset"):
+    row.button("Run to end ⏭", key=f"{name}_end", disabled=replay.at_end,
+               on_click=_act(name, replay.to_end))
+    if row.button("Reset ↺", key=f"{name}_reset"):
         reset(name)
         st.rerun()
     if whole_label:
-        cols[5].button(whole_label, key=f"{name}_whole", disabled=replay.at_end,
-                       on_click=_act(name, lambda: replay.forward(whole_event=True)))
+        row.button(whole_label, key=f"{name}_whole", disabled=replay.at_end,
+                   on_click=_act(name, lambda: replay.forward(whole_event=True)))
+    url = _sync_url(name, replay)
+    with row.popover("Copy link", icon=":material/link:", help="A link to this screen: same settings, same step"):
+        st.caption("Opening this link in any browser shows this screen: the same prompt, settings and step "
+                   "(copy it with the icon at the right).")
+        st.code(url, language=None, wrap_lines=True)
+    row.download_button("Trace JSON", data=lambda: _trace_json(name, replay), file_name=f"specviz_{name}_trace.json",
+                        mime="application/json", icon=":material/download:", key=f"{name}_json", on_click="ignore",
+                        help="The recorded trace events shown so far, with the settings, as JSON")
     error = st.session_state.pop(name + "_error", None)
     if error:
         st.error(md_escape(error))
@@ -207,10 +371,23 @@ def play_interval(name: str, default: float = 0.8):
     return speed if st.session_state.get(name + "_playing") else None
 
 
+SPEEDS = [0.3, 0.5, 0.8, 1.2, 2.0]
+
+
+def play_speed(name: str, default: float = 0.8) -> None:
+    """The play-speed control (seconds per step); kept across page switches like every setting."""
+    key = name + "_speed"
+    keep(key)
+    if st.session_state.get(key) not in SPEEDS:
+        st.session_state[key] = default
+    st.select_slider("Play speed (seconds per step)", SPEEDS, key=key)
+
+
 def bounded(key: str, lo, hi, default, param: str | None = None, name: str = ""):
     """A widget's value from the URL (?param=...) on first visit, or from session state, checked
     against [lo, hi] before the widget sees it: out-of-range or malformed values are clamped with a
     notice instead of crashing the widget."""
+    keep(key)
     raw = st.query_params.get(param) if param and key not in st.session_state else None
     value = raw if raw is not None else st.session_state.get(key, default)
     kind = type(default)
@@ -225,7 +402,8 @@ def bounded(key: str, lo, hi, default, param: str | None = None, name: str = "")
         clamped = min(max(v, lo), hi)
         st.warning(f"{name or key} = {v} is outside [{lo}, {hi}]; using {clamped}.")
         v = clamped
-    st.session_state[key] = v
+    if st.session_state.get(key) != v:
+        st.session_state[key] = v
     return v
 
 
