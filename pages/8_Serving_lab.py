@@ -1,0 +1,125 @@
+"""The serving view: KV-cache memory, the roofline, and when speculation stops paying as the batch grows."""
+import pandas as pd
+import streamlit as st
+
+from ui.common import get_models, sidebar
+
+from specviz import serving as S
+from specviz.figures import serving as F
+
+settings = sidebar()
+st.title("Serving lab")
+st.caption("One request at a time is not how models are served. Here: how much memory the KV cache takes, why "
+           "decoding is memory-bound, and why speculation that pays at batch 1 stops paying at large batch. "
+           "Figures marked **measured** ran on this machine; figures marked **calculated** come from the "
+           "inputs shown beside them.")
+models = get_models(settings)
+embedded = S.shape_of(models.target, "this app's target (SmolLM2-135M)")
+shapes = [embedded] + S.KNOWN_SHAPES
+if models.draft is not None:
+    shapes.append(S.shape_of(models.draft, "this app's token draft (1 layer)"))
+
+st.subheader("1 · KV-cache memory (calculated)")
+st.latex(r"\text{bytes per token} = 2 \cdot \text{layers} \cdot \text{KV heads} \cdot \text{head dim} \cdot \text{bytes per value}")
+c1, c2, c3, c4 = st.columns(4)
+batch = c1.select_slider("Batch (requests)", [1, 2, 4, 8, 16, 32, 64, 128, 256], value=32, key="sv_batch")
+context = c2.select_slider("Context per request (tokens)", [512, 1024, 2048, 4096, 8192, 16384, 32768, 131072],
+                           value=32768, key="sv_ctx")
+dtype = c3.radio("KV dtype", ["bf16 (2 B)", "fp8 (1 B)", "fp32 (4 B)"], key="sv_dtype", horizontal=True)
+bytes_per_value = {"bf16 (2 B)": 2, "fp8 (1 B)": 1, "fp32 (4 B)": 4}[dtype]
+beams = c4.slider("Beams per request", 1, 8, 1, key="sv_beams",
+                  help="Beam search keeps B hypotheses per request, each with its own KV for the generated tokens.")
+d1, d2 = st.columns(2)
+prompt = d1.slider("Prompt tokens (shared by the beams of a request)", 0, context, min(2048, context), key="sv_prompt",
+                   step=max(1, context // 64))
+share = d2.toggle("Share the prompt's KV across beams (prefix sharing / copy-on-write)", value=True, key="sv_share")
+rows = [{"model": s.name, "layers": s.layers, "KV heads": s.kv_heads, "head dim": s.head_dim,
+         "KV per token (KiB)": S.kv_bytes_per_token(s, bytes_per_value) / 1024,
+         f"KV at batch {batch} × {context} (GiB)": S.kv_cache_bytes(s, batch, context, bytes_per_value, beams, prompt,
+                                                                     share) / S.GIB,
+         "weights (GiB)": s.params * bytes_per_value / S.GIB, "source": s.source} for s in shapes]
+st.dataframe(pd.DataFrame(rows).style.format({"KV per token (KiB)": "{:.1f}", "weights (GiB)": "{:.2f}",
+                                              f"KV at batch {batch} × {context} (GiB)": "{:.2f}"}),
+             hide_index=True, use_container_width=True)
+st.plotly_chart(F.kv_memory(S.KNOWN_SHAPES[:2] + [embedded], batch, [512 * 2 ** i for i in range(9)], bytes_per_value,
+                            beams, prompt, share, budget_gib=80), key="sv_kv")
+big = S.KNOWN_SHAPES[1]
+st.markdown(
+    f"A {big.name} model keeps **{S.kv_bytes_per_token(big, 2) / 1024:.0f} KiB per token** in bf16 "
+    f"(2 · {big.layers} · {big.kv_heads} · {big.head_dim} · 2 B): one 32k-token request holds "
+    f"**{S.kv_cache_bytes(big, 1, 32768, 2) / S.GIB:.0f} GiB**, more than an 80 GB GPU has left after its "
+    f"{big.params * 2 / S.GIB:.0f} GiB of weights — hence tensor parallelism, fp8 KV and grouped-query attention "
+    "(8 KV heads for 64 query heads: 8× less KV than multi-head attention). Beam search multiplies the generated "
+    "tokens' KV by B; with prefix sharing the prompt is held once. The draft keeps a KV cache of its own too "
+    "(the last row of the table for this app's token draft).")
+
+st.subheader("2 · The roofline: when decode stops being memory-bound")
+if st.button("Measure this CPU (bandwidth and matmul throughput, ~2 s)", key="sv_measure_cpu"):
+    with st.spinner("measuring…"):
+        st.session_state["sv_cpu"] = (S.measure_bandwidth(), S.measure_matmul_flops())
+cpu = st.session_state.get("sv_cpu")
+devices = [S.H100_SXM] + ([S.this_cpu(*cpu)] if cpu else [])
+r1, r2 = st.columns([1, 2])
+shape = r1.selectbox("Model shape", shapes[1:3] + shapes[:1], format_func=lambda s: s.name, key="sv_shape")
+k = r1.slider("K (draft tokens per verify)", 1, 8, 4, key="sv_k")
+batches = [1, 2, 4, 8, 16, 32, 64, 128, 256]
+r2.plotly_chart(F.roofline(devices, shape, batches, k, 2), key="sv_roof")
+for d in devices:
+    r1.markdown(f"**{d.name}** ({d.bandwidth / 1e9:.0f} GB/s, {d.flops / 1e9:,.0f} GFLOP/s; {d.source}): the linear "
+                f"layers of a decode step become compute-bound at batch **{S.compute_bound_batch(d, 1)}**, those of a "
+                f"verify of K+1 = {k + 1} tokens at batch **{S.compute_bound_batch(d, k + 1)}** (calculated, bf16 "
+                f"weights). Attention stays at {S.attention_intensity(shape, 1):.0f} FLOP/byte for decode whatever the "
+                "batch: memory-bound.")
+if cpu:
+    r1.caption("This CPU's figures are measured while the app and anything else on the machine run: on a busy "
+               "machine they read low. Press the button again to re-measure.")
+else:
+    r1.caption("Press the button to add this machine's measured roofline.")
+
+st.subheader("3 · Speculation against batch size")
+st.markdown("Below the ridge a verify of K+1 tokens costs about one step, so speculation gains "
+            "E[tokens per pass] / (v + Kc) with v ≈ 1. Above it v grows toward K+1 and the gain falls below 1: this is why "
+            "serving engines switch speculation off above a batch-size threshold. At long context each sequence's "
+            "attention over its own KV stays memory-bound, which keeps v lower and lets speculation pay at larger "
+            "batches again.")
+s1, s2 = st.columns([1, 2])
+ctx = s1.select_slider("Context per sequence (tokens)", [128, 1024, 8192, 32768, 131072], value=128, key="sv_spec_ctx",
+                       help="Longer context: more KV to read per sequence, which no batch shares.")
+a = s1.slider("Acceptance rate a", 0.0, 0.95, 0.55, 0.05, key="sv_a",
+              help="The shipped drafts accept about half of their tokens greedily (models/README.md).")
+c_gpu = s1.slider("c for the GPU calculation (draft step / target step)", 0.0, 0.3, 0.05, 0.01, key="sv_c")
+if s1.button("Measure v(B) and c(B) here (target and token draft, B = 1…16, ~1 min)", key="sv_grid"):
+    bar = st.progress(0.0, text="measuring…")
+    st.session_state["sv_grid_result"] = S.forward_grid(models.target, models.draft, [1, 2, 4, 8, 16], k,
+                                                        progress=lambda f, m: bar.progress(f, text=m))
+grid = st.session_state.get("sv_grid_result")
+gpu_batches = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048]
+calc = {"name": f"calculated: {S.KNOWN_SHAPES[0].name} on {S.H100_SXM.name}, {ctx} ctx, c = {c_gpu}",
+        "batches": gpu_batches,
+        "speedups": S.roofline_speedups(S.KNOWN_SHAPES[0], S.H100_SXM, a, k, c_gpu, gpu_batches, ctx)}
+s2.plotly_chart(F.speedup_vs_batch(grid, a, calc), key="sv_speed")
+if grid:
+    s1.dataframe(pd.DataFrame(grid["rows"]).style.format("{:.2f}", subset=["target_ms", "verify_ms", "draft_ms", "v", "c"]),
+                 hide_index=True)
+    s1.caption(f"Measured here, K = {grid['k']}, {grid['context']} tokens of context per sequence; noisy when the machine "
+               "is busy. On this CPU v grows quickly with batch: its cores are compute-bound far earlier than a GPU.")
+else:
+    s1.caption("Press the button to put this machine's measured curve beside the calculation.")
+
+st.subheader("4 · Where speculation sits in a serving engine")
+st.graphviz_chart("""
+digraph {
+  rankdir=LR; node [shape=box, style=rounded, fontsize=11];
+  sched [label="scheduler step\\nreserve K lookahead KV slots\\nper running sequence"];
+  prop [label="proposer\\n(draft model / EAGLE head /\\nn-gram) drafts K per sequence"];
+  verify [label="target: ONE batched forward\\nover every sequence's K+1 tokens"];
+  rs [label="rejection sampler\\naccepted + recovered/bonus"];
+  free [label="free the KV slots of\\nrejected tokens"];
+  sched -> prop -> verify -> rs -> free -> sched;
+  knob [shape=note, label="knobs: num_speculative_tokens (K),\\nbatch-size threshold above which\\nspeculation is switched off"];
+  knob -> sched [style=dashed];
+}
+""")
+st.caption("vLLM, SGLang and TensorRT-LLM all follow this loop; the metrics they export (draft tokens proposed and "
+           "accepted, mean acceptance length) are the same quantities this app measures — README explains how a "
+           "server's metrics could feed the Speedup lab.")

@@ -1,0 +1,194 @@
+"""The serving view: KV-cache memory, the roofline, and when speculation stops paying as the batch grows.
+
+Two kinds of figure live here and are kept apart on the page:
+- MEASURED on this machine: target forwards over a grid of batch size x tokens per sequence, memory
+  bandwidth and matmul throughput (`measure_*`, `forward_grid`).
+- CALCULATED from published numbers: KV bytes for well-known model shapes and a datasheet GPU. Each
+  shape and device names its source.
+
+A step has two parts with different rooflines. The linear layers read every weight once whatever the
+batch and do 2 FLOPs per weight per token: intensity 2·B·T / bytes per value, growing with the batch B
+and the tokens per sequence T. Attention reads each sequence's own KV cache (nothing shared across the
+batch) and does ~4·T·context·heads·head_dim FLOPs per layer over it: intensity 2·T·(query heads / KV heads)
+/ bytes per value, whatever the batch or the context. Below the ridge point (peak FLOP/s ÷ bandwidth) a
+part is memory-bound, so verifying K+1 tokens per sequence costs about what 1 does: speculation is cheap.
+Once the linear layers cross the ridge, verify costs ~(K+1)x there and speculation stops paying; at long
+context the memory-bound attention dominates the step and keeps verification cheap, so it can pay again.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from dataclasses import dataclass
+
+import torch
+
+from .theory import expected_tokens
+
+GIB = 2 ** 30
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    name: str
+    layers: int
+    heads: int  # query heads
+    kv_heads: int
+    head_dim: int
+    params: float  # parameters, for the weight bytes a decode step reads
+    source: str
+
+
+# Typed in from the published configs (config.json on the model's Hub page); dtype chosen by the user.
+KNOWN_SHAPES = [
+    ModelShape("Llama-3-8B-like (GQA)", 32, 32, 8, 128, 8.03e9,
+               "Meta Llama 3 8B config.json: 32 layers, 32 query / 8 KV heads, head_dim 128 (4096 / 32)"),
+    ModelShape("Llama-3-70B-like (GQA)", 80, 64, 8, 128, 70.6e9,
+               "Meta Llama 3 70B config.json: 80 layers, 64 query / 8 KV heads, head_dim 128 (8192 / 64)"),
+    ModelShape("Llama-2-7B-like (no GQA)", 32, 32, 32, 128, 6.74e9,
+               "Meta Llama 2 7B config.json: 32 layers, 32 heads, all of them KV heads (multi-head attention)"),
+]
+
+
+@dataclass(frozen=True)
+class Device:
+    name: str
+    bandwidth: float  # bytes/s
+    flops: float  # FLOP/s
+    source: str
+
+
+H100_SXM = Device("H100 SXM (datasheet)", 3.35e12, 989e12,
+                  "NVIDIA H100 SXM datasheet: 3.35 TB/s HBM3, 989 TFLOP/s dense BF16 tensor core")
+
+
+def shape_of(model, name: str) -> ModelShape:
+    """The shape of a loaded transformers model, read from its config."""
+    cfg = model.config
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    kv = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
+    params = sum(p.numel() for p in model.parameters())
+    return ModelShape(name, cfg.num_hidden_layers, cfg.num_attention_heads, kv, head_dim, float(params),
+                      "read from the loaded model's config")
+
+
+def kv_bytes_per_token(shape: ModelShape, bytes_per_value: int = 2) -> int:
+    """2 (K and V) · layers · KV heads · head_dim · bytes per value."""
+    return 2 * shape.layers * shape.kv_heads * shape.head_dim * bytes_per_value
+
+
+def kv_cache_bytes(shape: ModelShape, batch: int, context: int, bytes_per_value: int = 2, beams: int = 1,
+                   prompt: int = 0, share_prompt: bool = True) -> int:
+    """KV bytes for `batch` requests of `context` tokens, each searched with `beams` beams. The prompt's
+    `prompt` tokens are held once per request when beams share them (prefix sharing / copy-on-write
+    blocks, as paged attention does), B times otherwise; the generated tokens are held once per beam."""
+    per_token = kv_bytes_per_token(shape, bytes_per_value)
+    prompt = min(prompt, context)
+    held = (prompt if share_prompt else prompt * beams) + (context - prompt) * beams
+    return batch * held * per_token
+
+
+def linear_intensity(batch: int, tokens_per_seq: int, bytes_per_value: int = 2) -> float:
+    """FLOPs per byte of the linear layers: 2 FLOPs per weight per token, each weight read once."""
+    return 2.0 * batch * tokens_per_seq / bytes_per_value
+
+
+def attention_intensity(shape: ModelShape, tokens_per_seq: int, bytes_per_value: int = 2) -> float:
+    """FLOPs per byte of attention over the KV cache: 4·T·ctx·heads·dim FLOPs per layer over 2·ctx·KV heads·dim
+    values read. Independent of batch and context: grouped-query attention (heads > KV heads) raises it."""
+    return 2.0 * tokens_per_seq * shape.heads / shape.kv_heads / bytes_per_value
+
+
+def step_parts(shape: ModelShape, device: Device, batch: int, tokens_per_seq: int, context: int,
+               bytes_per_value: int = 2) -> tuple[float, float]:
+    """Roofline seconds of one step's linear layers and of its attention over the KV cache (a calculation)."""
+    lin_bytes = shape.params * bytes_per_value
+    lin = max(lin_bytes / device.bandwidth, lin_bytes * linear_intensity(batch, tokens_per_seq, bytes_per_value) / device.flops)
+    kv_bytes = batch * context * kv_bytes_per_token(shape, bytes_per_value)
+    att = max(kv_bytes / device.bandwidth,
+              kv_bytes * attention_intensity(shape, tokens_per_seq, bytes_per_value) / device.flops)
+    return lin, att
+
+
+def step_seconds(shape: ModelShape, device: Device, batch: int, tokens_per_seq: int, context: int,
+                 bytes_per_value: int = 2) -> float:
+    return sum(step_parts(shape, device, batch, tokens_per_seq, context, bytes_per_value))
+
+
+def speedup_at_batch(a: float, k: int, verify_over_step: float, c: float) -> float:
+    """Leviathan et al.'s estimate with the measured verify cost: E[tokens per pass] / (v + K·c), where v is
+    a (K+1)-token verify step over a 1-token step at the same batch and c a draft step over a target step."""
+    return expected_tokens(a, k) / (verify_over_step + k * c)
+
+
+def roofline_speedups(shape: ModelShape, device: Device, a: float, k: int, c: float, batches, context: int,
+                      bytes_per_value: int = 2) -> list[float]:
+    """The estimated speculative speedup at each batch size from the roofline's step times (a calculation)."""
+    return [speedup_at_batch(a, k, step_seconds(shape, device, b, k + 1, context, bytes_per_value)
+                             / step_seconds(shape, device, b, 1, context, bytes_per_value), c) for b in batches]
+
+
+# ---------------------------------------------------------------- measured here
+def measure_bandwidth(mb: int = 256, repeats: int = 5) -> float:
+    """Bytes/s reading a large fp32 tensor (a sum streams it once): this machine's memory bandwidth."""
+    x = torch.ones(mb * 2 ** 20 // 4)
+    x.sum()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        x.sum()
+        times.append(time.perf_counter() - t0)
+    return x.numel() * 4 / statistics.median(times)
+
+
+def measure_matmul_flops(n: int = 1024, repeats: int = 5) -> float:
+    """FLOP/s of an fp32 n x n matmul: this machine's practical compute peak."""
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    a @ b
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        a @ b
+        times.append(time.perf_counter() - t0)
+    return 2 * n ** 3 / statistics.median(times)
+
+
+def this_cpu(bandwidth: float, flops: float) -> Device:
+    return Device("this CPU (measured)", bandwidth, flops, "measured here: a 256 MB fp32 sum and a 1024² fp32 matmul")
+
+
+@torch.inference_mode()
+def forward_ms(model, batch: int, new_tokens: int, context: int, repeats: int = 3) -> float:
+    """Median ms of one forward of `new_tokens` per sequence for `batch` sequences on top of a cached
+    context of `context` tokens each."""
+    ids = torch.randint(100, 1000, (batch, context + new_tokens), generator=torch.Generator().manual_seed(0))
+    ids = ids.to(model.device)
+    times = []
+    for _ in range(repeats + 1):
+        out = model(input_ids=ids[:, :context], use_cache=True, logits_to_keep=1)
+        t0 = time.perf_counter()
+        model(input_ids=ids[:, context:], past_key_values=out.past_key_values, use_cache=True, logits_to_keep=new_tokens)
+        times.append(time.perf_counter() - t0)
+    return 1000 * statistics.median(times[1:])
+
+
+def forward_grid(target, draft, batches, k: int, context: int = 64, progress=lambda f, m: None) -> dict:
+    """Measured: per batch size, a 1-token target step, a (K+1)-token verify and a 1-token draft step (ms),
+    and from them v(B) and c(B)."""
+    rows = []
+    for i, b in enumerate(batches):
+        progress(i / len(batches), f"batch {b}…")
+        t1 = forward_ms(target, b, 1, context)
+        tv = forward_ms(target, b, k + 1, context)
+        d1 = forward_ms(draft, b, 1, context) if draft is not None else 0.0
+        rows.append({"batch": b, "target_ms": t1, "verify_ms": tv, "draft_ms": d1, "v": tv / t1, "c": d1 / t1})
+    progress(1.0, "done")
+    return {"k": k, "context": context, "rows": rows}
+
+
+def compute_bound_batch(device: Device, tokens_per_seq: int, bytes_per_value: int = 2) -> int:
+    """The smallest batch at which the linear layers reach the ridge point (peak FLOP/s ÷ bandwidth): from
+    there on a step's weight reads no longer hide its compute, and verifying T tokens costs ~T times one."""
+    ridge = device.flops / device.bandwidth
+    return max(1, math.ceil(ridge * bytes_per_value / (2.0 * tokens_per_seq)))

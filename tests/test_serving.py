@@ -1,0 +1,77 @@
+"""The serving lab: KV-cache arithmetic, the roofline calculation and measured forward costs, and the page."""
+import json
+from pathlib import Path
+
+import pytest
+
+from specviz import serving as S
+
+ROOT = Path(__file__).resolve().parent.parent
+SMOL = S.ModelShape("smol", 30, 9, 3, 64, 1.35e8, "test")
+
+
+@pytest.mark.fast
+def test_kv_bytes_per_token_is_two_layers_heads_dim_bytes():
+    assert S.kv_bytes_per_token(SMOL, 2) == 2 * 30 * 3 * 64 * 2 == 23040
+    llama70 = S.KNOWN_SHAPES[1]
+    assert S.kv_bytes_per_token(llama70, 2) == 327680  # 320 KiB per token in bf16
+    # a 32k-token request of the 70B shape: 10 GiB of KV
+    assert S.kv_cache_bytes(llama70, 1, 32768, 2) / S.GIB == pytest.approx(10.0)
+
+
+@pytest.mark.fast
+def test_beams_multiply_the_generated_tokens_and_prefix_sharing_holds_the_prompt_once():
+    per = S.kv_bytes_per_token(SMOL, 2)
+    assert S.kv_cache_bytes(SMOL, 1, 100, 2, beams=4, prompt=60, share_prompt=True) == (60 + 40 * 4) * per
+    assert S.kv_cache_bytes(SMOL, 1, 100, 2, beams=4, prompt=60, share_prompt=False) == 100 * 4 * per
+    assert S.kv_cache_bytes(SMOL, 3, 100, 2) == 3 * 100 * per
+
+
+@pytest.mark.fast
+def test_linear_layers_reach_the_ridge_at_a_batch_attention_never_does():
+    # H100 ridge ~295 FLOP/byte; bf16 linear layers: 2·B·T / 2 FLOP/byte -> B·T ~ 295
+    assert S.compute_bound_batch(S.H100_SXM, 1) == 296
+    assert S.compute_bound_batch(S.H100_SXM, 5) == 60  # a verify of 5 tokens gets there 5x sooner
+    shape = S.KNOWN_SHAPES[0]
+    assert S.attention_intensity(shape, 1) == 4.0  # GQA 32/8: 4 FLOP/byte, far below the ridge, any batch
+    assert S.attention_intensity(S.KNOWN_SHAPES[2], 1) == 1.0  # no GQA: 1
+
+
+@pytest.mark.fast
+def test_speculation_stops_paying_at_large_batch_on_the_roofline():
+    sp = S.roofline_speedups(S.KNOWN_SHAPES[0], S.H100_SXM, a=0.7, k=4, c=0.05, batches=[1, 8, 64, 512, 2048],
+                             context=128)
+    assert sp[0] > 2.0  # memory-bound: verify is ~free
+    assert sp[-1] < 1.0  # compute-bound: verify costs ~(K+1) steps
+    assert sp == sorted(sp, reverse=True)
+    # at long context attention over each sequence's KV dominates the step and stays memory-bound: it pays again
+    long = S.roofline_speedups(S.KNOWN_SHAPES[0], S.H100_SXM, a=0.7, k=4, c=0.05, batches=[2048], context=131072)
+    assert long[0] > 2.0
+
+
+def test_measured_forward_grid_on_a_tiny_model(tiny_llama):
+    model, _ = tiny_llama
+    grid = S.forward_grid(model, model, [1, 2], k=3, context=8)
+    assert [r["batch"] for r in grid["rows"]] == [1, 2]
+    for r in grid["rows"]:
+        assert r["target_ms"] > 0 and r["verify_ms"] > 0 and r["c"] > 0
+
+
+def test_serving_page_draws_the_calculations_and_measures():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    at.run()
+    at.switch_page("pages/8_Serving_lab.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    figs = [json.loads(e.proto.spec) for e in at.get("plotly_chart")]
+    kv = figs[0]["data"]
+    assert any("70B" in t["name"] for t in kv)
+    seventy = next(t for t in kv if "70B" in t["name"])
+    # batch 32 (the default) x 512 tokens x 320 KiB = 5 GiB
+    assert seventy["x"][0] == 512 and seventy["y"][0] == pytest.approx(5.0)
+    at.button(key="sv_measure_cpu").click().run()
+    assert not at.exception
+    roof = [json.loads(e.proto.spec) for e in at.get("plotly_chart")][1]
+    assert any("this CPU" in (t.get("name") or "") for t in roof["data"])
+    assert any("compute-bound at batch" in m.value for m in at.markdown)
