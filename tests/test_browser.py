@@ -123,3 +123,199 @@ def test_beam_three_steps_in_browser(server, browser):
     expect(page.locator("[data-testid=stException]")).to_have_count(0)
     page.screenshot(path=str(SHOTS / "beam_3_steps.png"), full_page=True)
     page.close()
+
+
+# ---------------------------------------------------------------- state, sharing, keyboard (issue 19)
+def stage_line(page) -> str:
+    """The speculative page's 'Cycle n · K = k · stage: ...' header (the screen's position)."""
+    return page.locator("[data-testid=stMarkdownContainer]").filter(has_text="stage:").first.inner_text()
+
+
+def chips(page) -> list[int]:
+    return [int(t) for t in page.locator("span.chip").evaluate_all("els => els.map(e => e.dataset.tok)")]
+
+
+def pick(page, label, option):
+    """Choose `option` in the selectbox labelled `label`."""
+    page.get_by_role("combobox", name=label).click()
+    page.get_by_role("option", name=option, exact=True).click()
+    settle(page)
+
+
+def go(page, title):
+    page.locator("[data-testid=stSidebarNav] a").filter(has_text=title).click()
+    page.wait_for_selector("h1", timeout=60_000)
+    settle(page)
+    page.wait_for_function("t => document.querySelector('h1') && document.querySelector('h1').innerText.includes(t)",
+                           arg=title, timeout=60_000)
+    settle(page)
+
+
+def changes(page, key, before) -> str:
+    """Press `key` and wait until the stage line is no longer `before`; the new line."""
+    page.keyboard.press(key)
+    page.wait_for_function("b => { const e = [...document.querySelectorAll('[data-testid=stMarkdownContainer]')]"
+                           ".find(e => e.innerText.includes('stage:')); return e && e.innerText !== b; }",
+                           arg=before, timeout=60_000)
+    settle(page)
+    return stage_line(page)
+
+
+def blur(page):
+    """Keys go to the page, not to a focused widget (a focused slider would take the arrows)."""
+    page.locator("h1").first.click()
+
+
+@pytest.mark.browser
+def test_settings_and_run_survive_page_switches(server, browser):
+    from playwright.sync_api import expect
+
+    page = open_page(browser, f"{server}/Speculative_decoding")
+    pick(page, "Drafter", "n-gram lookup")
+    page.get_by_text("rejection sampling", exact=True).click()
+    settle(page)
+    page.get_by_text("Dynamic K", exact=False).first.click()
+    settle(page)
+    click(page, "Next cycle ⏩")
+    click(page, "Step ▶")
+    before, tokens = stage_line(page), chips(page)
+    go(page, "Speedup lab")
+    go(page, "Beam search")
+    page.locator("[data-testid=stSlider]").filter(has_text="Beam width B").get_by_role("slider").focus()
+    page.keyboard.press("ArrowRight")  # B 3 -> 4
+    settle(page)
+    go(page, "Speculative decoding")
+    expect(page.get_by_role("combobox", name="Drafter")).to_have_value("n-gram lookup")
+    expect(page.get_by_role("radio", name="rejection sampling")).to_be_checked()
+    expect(page.locator("[data-testid=stCheckbox]").filter(has_text="Dynamic K").locator("input")).to_be_checked()
+    assert stage_line(page) == before and chips(page) == tokens  # the run, at the same step
+    assert "drafter=ngram" in page.url and "mode=sampling" in page.url and "dynamic=1" in page.url
+    page.screenshot(path=str(SHOTS / "state_after_page_switch.png"), full_page=True)
+    go(page, "Beam search")
+    expect(page.locator("[data-testid=stSlider]").filter(has_text="Beam width B")).to_contain_text("4")
+    assert "beams=4" in page.url
+    page.close()
+
+
+@pytest.mark.browser
+def test_copied_link_reopens_the_same_screen_in_a_fresh_browser(server, browser):
+    from playwright.sync_api import expect
+
+    page = open_page(browser, f"{server}/Speculative_decoding")
+    pick(page, "Drafter", "n-gram lookup")
+    page.get_by_text("rejection sampling", exact=True).click()
+    settle(page)
+    for _ in range(2):
+        click(page, "Next cycle ⏩")
+    for _ in range(2):
+        click(page, "Step ▶")
+    here, tokens = stage_line(page), chips(page)
+    page.get_by_role("button", name="Copy link").click()
+    link = page.locator("[data-testid=stPopoverBody] code").first.inner_text().replace("\n", "")
+    assert "step=3.2" in link and "drafter=ngram" in link and "mode=sampling" in link, link
+    assert link.split("?")[1] == page.url.split("?")[1]  # the address bar says the same
+    page.close()
+
+    fresh = browser.new_context(viewport={"width": 1400, "height": 1000})  # no cookies, no session: a new reader
+    other = fresh.new_page()
+    other.goto(link, timeout=180_000)
+    other.wait_for_selector("[data-testid=stSidebar] textarea", timeout=180_000)
+    settle(other)
+    expect(other.locator("[data-testid=stMarkdownContainer]").filter(has_text="stage:").first).to_have_text(here)
+    assert chips(other) == tokens and tokens
+    expect(other.get_by_role("combobox", name="Drafter")).to_have_value("n-gram lookup")
+    expect(other.locator("[data-testid=stException]")).to_have_count(0)
+    other.screenshot(path=str(SHOTS / "opened_from_link.png"), full_page=True)
+    fresh.close()
+
+
+@pytest.mark.browser
+def test_keyboard_steps_back_and_plays(server, browser):
+    from playwright.sync_api import expect
+
+    page = open_page(browser, f"{server}/Speculative_decoding")
+    step = page.get_by_role("button", name="Step ▶")
+    expect(step).to_contain_text("→")  # the key is shown on the button
+    blur(page)
+    page.keyboard.press("ArrowRight")
+    settle(page)
+    expect(page.locator("[data-testid=stMarkdownContainer]").filter(has_text="stage:").first).to_contain_text(
+        "Cycle 1")
+    first = stage_line(page)
+    changes(page, "ArrowRight", first)
+    assert changes(page, "ArrowLeft", stage_line(page)) == first
+    page.keyboard.press("Space")  # play
+    expect(page.get_by_role("button", name="Pause ❚❚")).to_be_visible(timeout=30_000)
+    page.wait_for_timeout(2500)
+    settle(page)
+    page.keyboard.press("Space")  # pause
+    expect(page.get_by_role("button", name="Play ▶▶")).to_be_visible(timeout=30_000)
+    assert stage_line(page) != first
+
+    beam = open_page(browser, f"{server}/Beam_search")
+    blur(beam)
+    beam.keyboard.press("ArrowRight")
+    settle(beam)
+    beam.keyboard.press("ArrowRight")
+    settle(beam)
+    expect(beam.get_by_text("Step 2", exact=True).first).to_be_visible()
+    beam.keyboard.press("ArrowLeft")
+    settle(beam)
+    expect(beam.get_by_text("Step 1", exact=True).first).to_be_visible()
+    beam.close()
+    page.close()
+
+
+@pytest.mark.browser
+def test_play_never_shows_the_controls_twice(server, browser):
+    page = open_page(browser, f"{server}/Speculative_decoding")
+    page.evaluate("""() => { window.maxSteps = 0; const count = () => { window.maxSteps = Math.max(window.maxSteps,
+        [...document.querySelectorAll('button')].filter(b => b.offsetParent !== null
+        && b.innerText.startsWith('Step ▶')).length); };  // visible ones: Streamlit keeps a hidden copy to measure
+        new MutationObserver(count).observe(document.body, {subtree: true, childList: true}); }""")
+    click(page, "Play ▶▶")
+    page.wait_for_timeout(5000)
+    click(page, "Pause ❚❚")
+    assert page.evaluate("window.maxSteps") == 1
+    page.close()
+
+
+@pytest.mark.browser
+def test_prompt_picker_follows_the_text_and_the_log_has_no_widget_warnings(server, browser):
+    from playwright.sync_api import expect
+
+    page = open_page(browser, f"{server}/Beam_search")
+    pick(page, "Curated prompts", "What is 2+2? (beam beats greedy)")
+    expect(page.locator("[data-testid=stSidebar] textarea")).to_have_value("What is 2+2?")
+    box = page.locator("[data-testid=stSidebar] textarea")
+    box.fill("Name three colours.")
+    box.press("Control+Enter")
+    settle(page)
+    expect(page.get_by_role("combobox", name="Curated prompts")).to_have_value("Your own prompt")
+    assert "Name+three+colours." in page.url or "Name%20three%20colours." in page.url
+    pick(page, "Curated prompts", "Explain beam search (chat)")
+    expect(box).to_have_value("Explain beam search in two sentences.")
+    go(page, "Speculative decoding")
+    expect(page.get_by_role("combobox", name="Curated prompts")).to_have_value("Explain beam search (chat)")
+    page.close()
+    log = (ROOT / "test-artifacts" / "server.log").read_text()
+    assert "default value but also had its value set via the Session State API" not in log
+    assert "Traceback" not in log
+
+
+@pytest.mark.browser
+def test_trace_json_and_chart_image_export(server, browser):
+    import json
+
+    page = open_page(browser, f"{server}/Speculative_decoding")
+    click(page, "Next cycle ⏩")
+    with page.expect_download() as info:
+        page.get_by_role("button", name="Trace JSON").click()
+    data = json.loads(Path(info.value.path()).read_text())
+    assert data["page"] == "Speculative_decoding" and len(data["events"]) == 1
+    assert data["events"][0]["cycle"] == 0 and data["events"][0]["emitted"]
+    assert data["settings"]["k"] == "4"
+    chart = page.locator("[data-testid=stPlotlyChart]").first
+    chart.hover()
+    expect(chart.locator(".modebar-btn[data-title*='Download plot']")).to_have_count(1)
+    page.close()

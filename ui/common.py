@@ -184,10 +184,14 @@ def _loaded() -> set:
 def get_models(settings: Settings):
     """The (read-only, shared) models; a status box the first time this process loads them."""
     key = (settings.target, settings.draft, settings.device)
+    # One element on every run, drawn or not: the status box only on the first load would shift every later
+    # element's position between runs, and Streamlit then shows the old and the new controls together while
+    # a fragment plays (the "control row twice" bug)
+    slot = st.empty()
     try:
         if key in _loaded():
             return _load_models(*key)
-        with st.status("Loading models… (the first start converts the embedded GGUF, ~20 s)", expanded=False) as box:
+        with slot.status("Loading models… (the first start converts the embedded GGUF, ~20 s)", expanded=False) as box:
             models = _load_models(*key)
             box.update(label=f"Models ready: target + {models.draft_name}", state="complete")
         _loaded().add(key)
