@@ -2,7 +2,7 @@
 bonus, cache rollback."""
 import streamlit as st
 
-from ui.common import (bounded, controls, encode, get_models, get_replay, keep, link, play_interval, play_speed,
+from ui.common import (bounded, chart, controls, encode, get_models, get_replay, keep, link, play_interval, play_speed,
                        play_tick, sidebar, slider)
 
 from specviz.drafters import ALIASES, LABELS, drafter_choices, make_drafter
@@ -10,6 +10,7 @@ from specviz.figures import spec_cycle as F
 from specviz.metrics import spec_phases, spec_stages, spec_summary
 from specviz.sampling import SamplingConfig
 from specviz.speculative import speculative_steps
+from specviz.step import token_text
 
 settings = sidebar()
 st.title("Speculative decoding")
@@ -77,21 +78,32 @@ def view():
     stages = spec_stages(cycle)
     upto = stages[: replay.phase + 1]
     stage = upto[-1] + (f" {upto.count('draft')}/{cycle.k}" if upto[-1] == "draft" else "")
-    st.markdown(f"**Cycle {cycle.cycle + 1}** · K = {cycle.k} · stage: *{stage}*"
-                + (" · done" if replay.at_end else ""))
+    drafted = (f"K = {cycle.k}" + (f" (asked {k}: few tokens left)" if 0 < cycle.k < k and not dynamic else "")
+               if cycle.k else ("K = 0: the n-gram lookup found no match in the context, so nothing was drafted"
+                                if kind == "ngram" else "K = 0: too close to the token limit to draft"))
+    st.markdown(f"**Cycle {cycle.cycle + 1}** · {drafted} · stage: *{stage}*" + (" · done" if replay.at_end else ""))
     if cycle.k:
-        st.plotly_chart(F.draft_proposals(cycle, shown=upto.count("draft")), key="draft_fig")
+        chart(F.draft_proposals(cycle, shown=upto.count("draft")), key="draft_fig")
     else:
-        st.caption("The drafter proposed nothing this cycle (n-gram found no match, or max tokens is near): "
-                   "the target decodes one token alone.")
+        st.caption("The drafter proposed nothing this cycle: the target decodes one token alone, as plain "
+                   "decoding would (still one target pass).")
     if "verify" in upto:
-        st.plotly_chart(F.verify_pass(cycle), key="verify_fig")
+        chart(F.verify_pass(cycle), key="verify_fig")
     if "decide" in upto:
-        st.plotly_chart(F.verdicts(cycle), key="verdict_fig")
+        chart(F.verdicts(cycle), key="verdict_fig")
     if "resolve" in upto:
-        st.plotly_chart(F.resolution(cycle), key="resolve_fig")
+        fig = F.resolution(cycle)
+        if fig is not None:
+            chart(fig, key="resolve_fig")
+        else:
+            st.markdown(F.resolution_text(cycle))
+        note = F.rare_draw_note(cycle)
+        if note:
+            st.info(note)
     if "cache" in upto:
-        st.plotly_chart(F.cache_strip(cycle), key="cache_fig")
+        before = [t for c in replay.shown()[:-1] for t in c.emitted]
+        context = list(ids) + before
+        chart(F.cache_strip(cycle, [token_text(models.tokenizer, t) for t in context[-24:]]), key="cache_fig")
         if kind == "feature":
             st.caption("The feature draft keeps only positions it built from the target's real hidden states; the "
                        "ones it built on its own guesses are dropped and rebuilt next cycle from the states this "

@@ -107,4 +107,7 @@ def cycle_event(tokenizer, top_n: int, *, cycle: int, context_len: int, drafts: 
         residual_top=top_probs(tokenizer, v.residual, top_n, v.token) if v.residual is not None else (),
         residual_fallback=v.residual_fallback, target_cache=target_cache, draft_cache=draft_cache,
         emitted=tuple(emitted), origins=tuple(["accepted"] * v.accepted + ([v.origin] if v.token is not None else [])),
-        verify_mode="greedy" if greedy else "sampling", draft_passes=draft_passes, prefill=prefill)
+        verify_mode="greedy" if greedy else "sampling", draft_passes=draft_passes, prefill=prefill,
+        target_top=tuple(top_probs(tokenizer, p[i], 1)[0] for i in range(len(drafts) + 1)),
+        p_draft=tuple(float(p[i, x]) for i, x in enumerate(drafts)),
+        new_p=float(p[v.accepted, v.token]) if v.token is not None else None)

@@ -7,6 +7,8 @@ is missing.
 """
 from __future__ import annotations
 
+import re
+
 import torch
 
 from .trace import TokenProb
@@ -90,7 +92,42 @@ class Stepper:
 
 
 def token_text(tokenizer, token: int) -> str:
-    return tokenizer.decode([token])
+    """A token's text; a byte-level token that is only part of a UTF-8 character (it decodes to "\ufffd") is
+    shown by its bytes, "<0xE2>", as tokenizer viewers do."""
+    text = tokenizer.decode([token])
+    if "\ufffd" not in text:
+        return text
+    raw = _token_bytes(tokenizer, token)
+    if raw is None:
+        return text
+    shown = raw.decode("utf-8", errors="backslashreplace")
+    return re.sub(r"\\x([0-9a-f]{2})", lambda m: f"<0x{m.group(1).upper()}>", shown)
+
+
+def _byte_decoder() -> dict[str, int]:
+    """GPT-2's byte-to-unicode alphabet, inverted: printable bytes stand for themselves, the rest are
+    shifted to code points 256 and up."""
+    keep = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    chars, n = {}, 0
+    for b in range(256):
+        if b in keep:
+            chars[chr(b)] = b
+        else:
+            chars[chr(256 + n)] = b
+            n += 1
+    return chars
+
+
+_BYTE_DECODER = _byte_decoder()
+
+
+def _token_bytes(tokenizer, token: int) -> bytes | None:
+    """The raw bytes of a byte-level BPE token (GPT-2 style byte-to-unicode alphabet), or None."""
+    piece = tokenizer.convert_ids_to_tokens(int(token))
+    decoder = _BYTE_DECODER
+    if not isinstance(piece, str) or any(ch not in decoder for ch in piece):
+        return None
+    return bytes(decoder[ch] for ch in piece)
 
 
 def top_probs(tokenizer, probs: torch.Tensor, n: int, must_include: int | None = None):

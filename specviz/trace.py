@@ -109,6 +109,10 @@ class Cycle:
     verify_mode: str  # "greedy" | "sampling"
     draft_passes: int  # the drafter's forward passes this cycle (0 for n-gram lookup)
     prefill: int = 0  # target passes before this cycle: 1 on a feature drafter's first (the prompt's states)
+    # what the ONE verify pass computed at each of its k + 1 positions (filled by the engine; () in old traces):
+    target_top: tuple[TokenProb, ...] = ()  # the target's own most likely token there, with its probability
+    p_draft: tuple[float, ...] = ()  # p(draft token) at each of the k draft positions
+    new_p: float | None = None  # p(new_token) under the target where it was emitted (None: no new token)
 
 
 # ---------------------------------------------------------------- results
@@ -206,3 +210,57 @@ class Result:
             "acceptance_rate": c.acceptance_rate,
             "acceptance_by_position": c.per_position(),
         }
+
+
+# ---------------------------------------------------------------- tree speculation (specviz/tree.py)
+@dataclass(frozen=True)
+class TreeNode:
+    index: int  # its row in the flattened tree (parents come first)
+    token: int
+    text: str
+    parent: int  # -1: a child of the root (the context's last token)
+    depth: int  # 1 = the first drafted position
+    position_id: int  # context length + depth - 1: siblings share it
+    q: float  # the draft's probability of this token given its parent (its confidence)
+    p: float  # the target's processed probability of it given its root-to-node path
+    verdict: str  # "accepted" | "rejected" | "not reached"
+    accept_prob: float | None  # min(1, p/q) against the residual current when it was tried; 1/0 greedy
+    u: float | None  # the uniform draw (sampling)
+
+
+@dataclass(frozen=True)
+class DepthVerdict:
+    """One per depth the walk reached: what Counters.record counts per position, as for a chain."""
+    position: int  # depth - 1
+    accepted: bool
+
+
+@dataclass(frozen=True)
+class TreeCycle:
+    cycle: int
+    context_len: int  # tokens before this cycle; the root is the last of them
+    drafter: str
+    nodes: tuple[TreeNode, ...]
+    mask: tuple[tuple[bool, ...], ...]  # (n, n): node i attends to node j (its ancestors and itself); all see the context
+    position_ids: tuple[int, ...]  # one per node
+    verify_positions: int  # rows the ONE target pass computed: the pending context (>= the root) + every node
+    path: tuple[int, ...]  # accepted nodes, root's child first
+    accepted: int  # len(path)
+    new_token: int | None  # correction / resampled / bonus after the path; None after an accepted EOS
+    new_text: str
+    new_origin: str
+    residual_top: tuple[TokenProb, ...]  # the final residual's top tokens when every child was rejected (sampling)
+    residual_fallback: bool
+    target_cache: CacheState  # before: after the verify pass (context + every node); after: context + path
+    draft_cache: CacheState | None
+    emitted: tuple[int, ...]
+    origins: tuple[str, ...]
+    verify_mode: str
+    draft_passes: int
+    verdicts: tuple[DepthVerdict, ...]  # per depth reached (for Counters: accepted / reached per position)
+    prefill: int = 0
+
+    @property
+    def k(self) -> int:
+        """Drafted tokens this cycle: every node of the tree (Counters.drafted)."""
+        return len(self.nodes)

@@ -44,25 +44,35 @@ def test_speculative_page_steps_back_and_resets(app):
         at.button(key="spec_step").click().run()
     no_errors(at)
     titles = [f["layout"]["title"]["text"] for f in figures(at)]
-    assert [t[:3] for t in titles] == ["1 ·", "2 ·", "3 ·", "4 ·"]
+    # greedy: stage 4 (correction or bonus: one token) is a one-line caption, not a chart
+    assert [t[:3] for t in titles] == ["1 ·", "2 ·", "3 ·"]
+    assert any(m.value.startswith("**4 ·") for m in at.markdown)
+    verify = figures(at)[1]  # what the verify pass computed: the target's top choice and p(draft) at K + 1 positions
+    tops = next(d for d in verify["data"] if d["name"].startswith("target's top choice"))
+    p_draft = next(d for d in verify["data"] if d["name"] == "p(draft token)")
+    assert len(tops["x"]) == 5 and len(p_draft["x"]) == 4 and all(0 <= y <= 1 for y in tops["y"] + p_draft["y"])
     verdict = figures(at)[2]
     p_bars = [d for d in verdict["data"] if d.get("name") == "p (target)"]
     assert p_bars and all(0 <= y <= 1 for d in p_bars for y in d["y"])
+    assert all(d["text"] for d in p_bars)  # values on the bars
+    assert not any(d.get("name") in ("min(1, p/q)", "u") for d in verdict["data"])  # greedy: no accept-test row
     at.button(key="spec_step").click().run()  # cache rollback
-    assert figures(at)[-1]["layout"]["title"]["text"].startswith("5 · KV caches")
+    cache = figures(at)[-1]
+    assert cache["layout"]["title"]["text"].startswith("5 · KV caches")
+    assert any(t for row in cache["data"][0]["text"] for t in row)  # token text in the cells
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Target passes"] == "1"
     html = " ".join(m.value for m in at.markdown)
     assert 'class="chip"' in html
     # Back replays the recorded trace
     at.button(key="spec_back").click().run()
-    assert len(figures(at)) == 4
+    assert len(figures(at)) == 3
     # Reset clears the run
     at.button(key="spec_reset").click().run()
     assert not figures(at) and any("Press **Step**" in i.value for i in at.info)
     # a whole cycle, then changing K resets cleanly
     at.button(key="spec_whole").click().run()
-    assert len(figures(at)) == 5
+    assert len(figures(at)) == 4
     at.slider(key="sp_k").set_value(2).run()
     no_errors(at)
     assert not figures(at)
@@ -75,7 +85,7 @@ def test_speculative_page_defaults_to_the_feature_draft(app):
     assert at.selectbox(key="sp_drafter").value == FEATURE_LABEL  # the best drafter first
     at.button(key="spec_whole").click().run()
     no_errors(at)
-    assert len(figures(at)) == 5  # drafts, verify, verdicts, resolution, caches: it drafts at once
+    assert len(figures(at)) == 4  # drafts, verify, verdicts, caches (greedy: resolution is a line): it drafts at once
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Target passes"] == "2"  # the prefill that gave it the prompt's features, then verify
     at.button(key="spec_whole").click().run()

@@ -6,13 +6,18 @@ ACCEPTED, REJECTED, RESAMPLED, BONUS, CORRECTION = "#2e7d32", "#c62828", "#6a1b9
 P_COLOR, Q_COLOR = "#1565c0", "#ef6c00"
 
 
-def label(text: str) -> str:
-    """Token text made safe and visible in a chart: Plotly renders a subset of HTML in text, so
-    escape it, and show whitespace that would otherwise be invisible."""
+def label_plain(text: str) -> str:
+    """Token text with whitespace made visible (newline ↵, tab ⇥, a token of spaces ␣), not escaped."""
     shown = text.replace("\n", "↵").replace("\t", "⇥")
     if shown.strip() == "":
         shown = shown.replace(" ", "␣") or "∅"
-    return html.escape(shown, quote=False)
+    return shown
+
+
+def label(text: str) -> str:
+    """Token text made safe and visible in a chart: Plotly renders a subset of HTML in text, so
+    escape it, and show whitespace that would otherwise be invisible."""
+    return html.escape(label_plain(text), quote=False)
 
 
 _MD_SPECIAL = set("\\`*_{}[]()#+-.!<>|~$")

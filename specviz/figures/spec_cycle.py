@@ -7,120 +7,254 @@ import html
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from . import ACCEPTED, BONUS, CORRECTION, P_COLOR, Q_COLOR, REJECTED, RESAMPLED, label
+from . import ACCEPTED, BONUS, CORRECTION, P_COLOR, Q_COLOR, REJECTED, RESAMPLED, label, label_plain, md_escape
 
 ORIGIN_COLORS = {"accepted": ACCEPTED, "resampled": RESAMPLED, "bonus": BONUS, "correction": CORRECTION,
                  "target": "#607d8b", "prompt": "#9e9e9e"}
 
 
+PER_ROW = 8  # subplots per row: K = 16 wraps onto two rows instead of squeezing titles into one line
+MASS = 1e-4  # a token with less probability than this is not drawn as a bar (one-hot q: only the proposal)
+
+
+def _grid(n: int) -> tuple[int, int]:
+    cols = max(1, min(n, PER_ROW))
+    return (n + cols - 1) // cols, cols
+
+
+def _cell(i: int, cols: int) -> tuple[int, int]:
+    return i // cols + 1, i % cols + 1
+
+
+def _fit(top: float) -> list[float]:
+    """A probability axis that fits its bars (room above for the value labels), never past 1.15."""
+    return [0, min(1.15, max(top, 0.02) * 1.3)]
+
+
+def _title(text: str, width: int = 18) -> str:
+    """A subplot title short enough for its column: long token text is cut (the hover has it whole)."""
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 def draft_proposals(cycle, shown: int | None = None) -> go.Figure:
-    """q's top candidates at each draft position; the proposed token highlighted."""
+    """q's top candidates at each draft position (only tokens with mass), the proposed token dark, each bar
+    labelled with its value; 9+ drafts wrap onto a second row."""
     drafts = cycle.drafts[: len(cycle.drafts) if shown is None else shown]
-    n = max(len(drafts), 1)
-    fig = make_subplots(rows=1, cols=n, subplot_titles=[f"draft {d.position + 1}: {label(d.text)}" for d in drafts] or ["no drafts"])
+    rows, cols = _grid(max(len(drafts), 1))
+    titles = [_title(f"{d.position + 1}: {label(d.text)}") for d in drafts] or ["no drafts"]
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, vertical_spacing=0.25 if rows > 1 else 0.1,
+                        horizontal_spacing=0.02 if cols > 4 else 0.05)
     for i, d in enumerate(drafts):
+        top = [t for t in d.q_top if t.prob >= MASS or t.id == d.token]
+        r, c = _cell(i, cols)
         fig.add_trace(go.Bar(
-            x=[label(t.text) for t in d.q_top], y=[t.prob for t in d.q_top], name=f"q (draft {i + 1})",
-            marker_color=[Q_COLOR if t.id == d.token else "#ffcc80" for t in d.q_top], showlegend=False,
-            hovertemplate="%{x}: q = %{y:.3f}<extra></extra>"), row=1, col=i + 1)
-        fig.update_yaxes(range=[0, 1], row=1, col=i + 1, showticklabels=i == 0)
-    fig.update_layout(height=260, margin=dict(l=10, r=10, t=50, b=10),
-                      title=dict(text="1 · The draft proposes (bars: q, proposed token dark)", x=0, font=dict(size=14)))
+            x=[label(t.text) for t in top], y=[t.prob for t in top], name=f"q (draft {i + 1})",
+            marker_color=[Q_COLOR if t.id == d.token else "#ffcc80" for t in top], showlegend=False,
+            text=[f"{t.prob:.2f}" for t in top], textposition="outside", cliponaxis=False,
+            textfont=dict(size=9 if cols > 4 else 11),
+            hovertemplate="%{x}: q = %{y:.4f}<extra>draft " + str(i + 1) + "</extra>"), row=r, col=c)
+        fig.update_yaxes(range=_fit(max(t.prob for t in top)), row=r, col=c, showticklabels=c == 1)
+        fig.update_xaxes(tickfont=dict(size=9 if cols > 4 else 11), row=r, col=c)
+    fig.update_annotations(font_size=11 if cols > 4 else 13)
+    fig.update_layout(height=230 * rows + 40, margin=dict(l=10, r=10, t=60, b=10),
+                      title=dict(text="1 · The draft proposes (bars: q, its probabilities; proposed token dark)", x=0,
+                                 font=dict(size=14)))
     return fig
 
 
 def verify_pass(cycle) -> go.Figure:
-    """The target's ONE forward pass: k + 1 positions scored together."""
+    """The target's ONE forward pass over k + 1 positions, and what it computes at each: its own most likely
+    token there and p(draft token). A draft token the target itself ranks first passes greedy verification;
+    under rejection sampling it is kept with probability min(1, p/q)."""
     k = cycle.k
-    xs = list(range(k + 1))
-    names = [f"pos {i + 1}<br>{label(d.text)}" for i, d in enumerate(cycle.drafts)] + [f"pos {k + 1}<br>(next)"]
-    fig = go.Figure(go.Bar(x=xs, y=[1] * (k + 1), text=names, textposition="inside", marker_color=P_COLOR,
-                           hovertemplate="scored in the same forward pass<extra></extra>", name="target pass"))
-    fig.update_layout(height=140, margin=dict(l=10, r=10, t=40, b=10), yaxis=dict(visible=False),
-                      xaxis=dict(visible=False), bargap=0.05, showlegend=False,
-                      title=dict(text=f"2 · The target scores all {k} drafts + 1 in ONE forward pass" if k else
-                                 "2 · Nothing drafted: the target decodes one token, as plain decoding would", x=0, font=dict(size=14)))
+    if len(cycle.target_top) != k + 1:  # a trace recorded before the engine kept these: blocks only
+        xs = list(range(k + 1))
+        names = [f"pos {i + 1}<br>{label(d.text)}" for i, d in enumerate(cycle.drafts)] + [f"pos {k + 1}<br>(next)"]
+        fig = go.Figure(go.Bar(x=xs, y=[1] * (k + 1), text=names, textposition="inside", marker_color=P_COLOR,
+                               hovertemplate="scored in the same forward pass<extra></extra>", name="target pass"))
+        fig.update_layout(height=140, yaxis=dict(visible=False), xaxis=dict(visible=False), showlegend=False)
+    else:
+        xs = [f"{i + 1}" for i in range(k + 1)]
+        draft_text = [label(d.text) for d in cycle.drafts] + ["(none: bonus slot)"]
+        top_text = [label(t.text) for t in cycle.target_top]
+        agree = [d.token == cycle.target_top[i].id for i, d in enumerate(cycle.drafts)]
+        greedy = cycle.verify_mode == "greedy"
+        ruled = len(cycle.verdicts)  # positions past the first rejection are computed, then discarded
+        if greedy:
+            colors = [ACCEPTED if a else REJECTED for a in agree]
+            p_text = [f"{t}<br>{p:.2f}" for t, p in zip(draft_text, cycle.p_draft)]
+        else:
+            colors = [P_COLOR] * k
+            p_text = [f"{t}<br>p {p:.2f} · q {d.q:.2f}" for t, p, d in zip(draft_text, cycle.p_draft, cycle.drafts)]
+        fig = go.Figure()
+        fig.add_trace(go.Bar(
+            x=xs, y=[t.prob for t in cycle.target_top], name="target's top choice: p(top)", marker_color="#90caf9",
+            text=[f"{t}<br>{pt.prob:.2f}" for t, pt in zip(top_text, cycle.target_top)], textposition="outside",
+            cliponaxis=False, customdata=top_text,
+            hovertemplate="position %{x}: the target's top choice %{customdata}, p = %{y:.4f}<extra></extra>"))
+        fig.add_trace(go.Bar(
+            x=xs[:k], y=list(cycle.p_draft), name="p(draft token)", marker_color=colors,
+            marker_opacity=[1 if i < ruled else 0.35 for i in range(k)],
+            text=p_text, textposition="outside", cliponaxis=False, customdata=draft_text[:k],
+            hovertemplate="position %{x}: p(draft %{customdata}) = %{y:.4f}<extra></extra>"))
+        fig.update_layout(
+            height=300, barmode="group", bargap=0.25, yaxis=dict(range=[0, 1.3], title="p (target)", tickvals=[0, 0.5, 1]),
+            xaxis=dict(title=("position in this pass (green: draft = target's top choice, red: it is not; faded: "
+                              "after the first mismatch, computed but discarded)") if greedy else
+                             "position in this pass (the draft token is kept with probability min(1, p/q); faded: "
+                             "after the first rejection, computed but discarded)", type="category"),
+            legend=dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom"))
+    fig.update_layout(margin=dict(l=10, r=10, t=60, b=10), bargap=0.25,
+                      title=dict(text=f"2 · ONE target forward pass scores all {k} draft{'s' if k != 1 else ''} + 1 "
+                                      f"position: its top choice and p(draft) at each" if k else
+                                 "2 · Nothing drafted: the target decodes one token, as plain decoding would", x=0,
+                                 font=dict(size=14)))
     return fig
 
 
 def verdicts(cycle) -> go.Figure:
-    """Per drafted token: p and q side by side for it and its top alternatives, and the accept test."""
+    """Per drafted token up to the first rejection: p and q for it and its top alternatives (only tokens with
+    mass, values on the bars), and in rejection sampling the accept test u against min(1, p/q)."""
     vs = cycle.verdicts
-    n = max(len(vs), 1)
+    greedy = cycle.verify_mode == "greedy"
+    rows, cols = _grid(max(len(vs), 1))
     titles = []
     for v in vs:
-        if cycle.verify_mode == "greedy":
-            titles.append(f"{label(v.text)}: {'match ✓' if v.accepted else 'mismatch ✗'}")
+        if greedy:
+            titles.append(_title(f"{label(v.text)} {'✓' if v.accepted else '✗'}", 14))
         else:
-            titles.append(f"{label(v.text)}: u={v.u:.2f} {'<' if v.accepted else '≥'} {v.accept_prob:.2f} {'✓' if v.accepted else '✗'}")
-    fig = make_subplots(rows=2, cols=n, row_heights=[0.72, 0.28], vertical_spacing=0.12,
-                        subplot_titles=titles or ["nothing drafted"])
+            titles.append(_title(label(v.text), 10) + f" u={v.u:.2f}{'<' if v.accepted else '≥'}{v.accept_prob:.2f}"
+                          f" {'✓' if v.accepted else '✗'}")
+    specs_rows = rows if greedy else 2 * rows
+    heights = [1] * rows if greedy else [0.75, 0.25] * rows
+    fig = make_subplots(rows=specs_rows, cols=cols, row_heights=heights,
+                        vertical_spacing=(0.3 if rows > 1 else 0.12) / (1 if greedy else 2),
+                        horizontal_spacing=0.02 if cols > 4 else 0.05,
+                        subplot_titles=[t for r in range(rows) for t in
+                                        (titles[r * cols:(r + 1) * cols] + [""] * (cols - len(titles[r * cols:(r + 1) * cols]))
+                                         + ([] if greedy else [""] * cols))] if vs else ["nothing drafted"])
+    small = cols > 4
     for i, v in enumerate(vs):
-        ids = [t.id for t in v.p_top]
-        ids += [t.id for t in v.q_top if t.id not in ids]
-        pmap = {t.id: t for t in v.p_top}
-        qmap = {t.id: t for t in v.q_top}
+        r, c = _cell(i, cols)
+        bar_row = r if greedy else 2 * r - 1
+        pmap = {t.id: t for t in v.p_top if t.prob >= MASS or t.id == v.token}
+        qmap = {t.id: t for t in v.q_top if t.prob >= MASS or t.id == v.token}
+        ids = list(pmap) + [t for t in qmap if t not in pmap]
         text = {t.id: t.text for t in list(v.p_top) + list(v.q_top)}
-        xs = [("▶ " if t == v.token else "") + label(text[t]) for t in ids]
-        fig.add_trace(go.Bar(x=xs, y=[pmap[t].prob if t in pmap else 0 for t in ids], name="p (target)",
-                             marker_color=P_COLOR, showlegend=i == 0, legendgroup="p"), row=1, col=i + 1)
-        fig.add_trace(go.Bar(x=xs, y=[qmap[t].prob if t in qmap else 0 for t in ids], name="q (draft)",
-                             marker_color=Q_COLOR, showlegend=i == 0, legendgroup="q"), row=1, col=i + 1)
-        color = ACCEPTED if v.accepted else REJECTED
-        fig.add_trace(go.Bar(x=[v.accept_prob], y=[""], orientation="h", marker_color=color, opacity=0.5,
-                             name="min(1, p/q)", showlegend=i == 0, legendgroup="a",
-                             hovertemplate="accept probability %{x:.3f}<extra></extra>"), row=2, col=i + 1)
-        if v.u is not None:
+        xs = [("▶" if t == v.token else "") + label(text[t]) for t in ids]
+        py = [pmap[t].prob if t in pmap else 0.0 for t in ids]
+        qy = [qmap[t].prob if t in qmap else 0.0 for t in ids]
+        for name, ys, color, group in (("p (target)", py, P_COLOR, "p"), ("q (draft)", qy, Q_COLOR, "q")):
+            fig.add_trace(go.Bar(x=xs, y=ys, name=name, marker_color=color, showlegend=i == 0, legendgroup=group,
+                                 text=[f"{y:.2f}" if y >= 0.005 else "" for y in ys], textposition="outside",
+                                 cliponaxis=False, textfont=dict(size=8 if small else 10),
+                                 hovertemplate="%{x}: " + name.split()[0] + " = %{y:.4f}<extra></extra>"),
+                          row=bar_row, col=c)
+        fig.update_yaxes(range=_fit(max(py + qy)), row=bar_row, col=c, showticklabels=c == 1)
+        fig.update_xaxes(tickfont=dict(size=8 if small else 10), row=bar_row, col=c)
+        if not greedy:
+            color = ACCEPTED if v.accepted else REJECTED
+            fig.add_trace(go.Bar(x=[v.accept_prob], y=[""], orientation="h", marker_color=color, opacity=0.5,
+                                 name="min(1, p/q)", showlegend=i == 0, legendgroup="a",
+                                 hovertemplate="accept probability min(1, p/q) = %{x:.3f}<extra></extra>"),
+                          row=2 * r, col=c)
             fig.add_trace(go.Scatter(x=[v.u], y=[""], mode="markers", marker=dict(symbol="line-ns-open", size=22,
                                      color="black", line=dict(width=3)), name="u", showlegend=i == 0,
-                                     legendgroup="u", hovertemplate="u = %{x:.3f}<extra></extra>"), row=2, col=i + 1)
-        fig.update_xaxes(range=[0, 1], row=2, col=i + 1)
-        fig.update_yaxes(range=[0, 1], row=1, col=i + 1, showticklabels=i == 0)
-    rule = "accept while draft == target argmax" if cycle.verify_mode == "greedy" else "accept if u < min(1, p/q)"
-    fig.update_layout(height=380, margin=dict(l=10, r=10, t=70, b=10), barmode="group",
-                      legend=dict(orientation="h", y=-0.08),
+                                     legendgroup="u", hovertemplate="u = %{x:.3f}<extra></extra>"), row=2 * r, col=c)
+            fig.update_xaxes(range=[0, 1], row=2 * r, col=c, tickvals=[0, 0.5, 1], tickfont=dict(size=9))
+    fig.update_annotations(font_size=10 if small else 12)
+    rule = ("accept while the draft token is the target's top choice (▶: the draft token)" if greedy else
+            "accept if u < min(1, p/q) (▶: the draft token)")
+    fig.update_layout(height=(300 if greedy else 360) * rows + 30, margin=dict(l=10, r=10, t=70, b=10), barmode="group",
+                      legend=dict(orientation="h", y=1.0, x=1, xanchor="right", yanchor="bottom"),
                       title=dict(text=f"3 · Verify each draft token in order: {rule}", x=0, font=dict(size=14)))
     return fig
 
 
-def resolution(cycle) -> go.Figure:
-    """The residual normalize(max(0, p - q)) after a rejection, or the bonus / correction token."""
-    if cycle.new_origin == "resampled":
-        r = cycle.residual_top
-        fig = go.Figure(go.Bar(x=[("▶ " if t.id == cycle.new_token else "") + label(t.text) for t in r],
-                               y=[t.prob for t in r], marker_color=[RESAMPLED if t.id == cycle.new_token else "#ce93d8" for t in r],
-                               name="residual", hovertemplate="%{x}: %{y:.3f}<extra></extra>"))
-        title = "4 · Rejected: resample from the residual normalize(max(0, p − q))"
-        if cycle.residual_fallback:
-            title += " (all zero: p = q, drew from p)"
-    else:
-        what = {"bonus": f"all {cycle.k} drafts accepted: the bonus token comes free from the target's last position",
-                "correction": "mismatch: the target's own argmax replaces the draft token (greedy correction)",
-                "target": "nothing was drafted: the target's own next token"}[cycle.new_origin]
-        fig = go.Figure(go.Bar(x=[label(cycle.new_text)], y=[1], marker_color=ORIGIN_COLORS[cycle.new_origin], name=cycle.new_origin))
-        title = f"4 · {what}"
-    fig.update_layout(height=230, margin=dict(l=10, r=10, t=40, b=10), yaxis=dict(range=[0, 1]),
+def resolution(cycle) -> go.Figure | None:
+    """The residual normalize(max(0, p - q)) and the token drawn from it, after a rejection in rejection
+    sampling. A bonus, correction or lone target token is one token: resolution_text says it in a line and
+    this returns None."""
+    if cycle.new_origin != "resampled":
+        return None
+    r = [t for t in cycle.residual_top if t.prob >= MASS or t.id == cycle.new_token]
+    fig = go.Figure(go.Bar(x=[("▶" if t.id == cycle.new_token else "") + label(t.text) for t in r],
+                           y=[t.prob for t in r], marker_color=[RESAMPLED if t.id == cycle.new_token else "#ce93d8" for t in r],
+                           text=[f"{t.prob:.3f}" for t in r], textposition="outside", cliponaxis=False,
+                           name="residual", hovertemplate="%{x}: residual = %{y:.4f}<extra></extra>"))
+    title = "4 · Rejected: resample from the residual normalize(max(0, p − q)) (▶: the token drawn)"
+    if cycle.residual_fallback:
+        title += " (all zero: p = q, drew from p)"
+    fig.update_layout(height=260, margin=dict(l=10, r=10, t=40, b=10), yaxis=dict(range=_fit(max(t.prob for t in r))),
                       title=dict(text=title, x=0, font=dict(size=14)), showlegend=False)
     return fig
 
 
-def cache_strip(cycle, window: int = 24) -> go.Figure:
-    """Both KV caches after the verify pass: positions kept vs rolled back (cropped)."""
-    fig = go.Figure()
+def resolution_text(cycle) -> str:
+    """Stage 4 in one line (Markdown, token text escaped)."""
+    tok = md_escape(label_plain(cycle.new_text))
+    p = f" (p = {cycle.new_p:.2f})" if cycle.new_p is not None else ""
+    k = cycle.k
+    return {
+        "bonus": f"**4 · All {k} draft{'s' if k != 1 else ''} accepted:** the bonus token “{tok}”{p} comes free from "
+                 "the target's last position in the same pass.",
+        "correction": f"**4 · Mismatch at draft {cycle.accepted + 1}:** the target's own top choice “{tok}”{p} "
+                      "replaces the draft token (greedy correction); the drafts after it are discarded.",
+        "target": f"**4 · Nothing was drafted:** the target's own next token “{tok}”{p}.",
+        "resampled": f"**4 · Rejected at draft {cycle.accepted + 1}:** “{tok}” drawn from the residual.",
+        "none": "**4 · An accepted end-of-sequence token ends the output:** no new token.",
+    }.get(cycle.new_origin, "")
+
+
+def rare_draw_note(cycle, below: float = 0.01) -> str | None:
+    """When the residual produced a token the target itself finds unlikely, say why that is still exact
+    (Markdown, escaped); None otherwise."""
+    if cycle.new_origin != "resampled" or cycle.new_p is None or cycle.new_p >= below:
+        return None
+    tok = md_escape(label_plain(cycle.new_text))
+    share = next((t.prob for t in cycle.residual_top if t.id == cycle.new_token), None)
+    one_in = f"about 1 in {round(1 / cycle.new_p):,}" if cycle.new_p > 0 else "almost never"
+    return (f"**A rare token was drawn.** The target gives “{tok}” only p = {cycle.new_p:.4f} here "
+            f"({one_in} draws)" + (f", yet it got {share:.0%} of the residual" if share is not None else "")
+            + ": after the draft's token is rejected, the residual max(0, p − q) keeps only the mass p has *beyond* "
+            "q, which can be a thin tail. Rejections are rare enough that, summed over both paths, every token "
+            "still comes out with exactly its probability p — this draw is as likely as plain sampling at this "
+            "seed and temperature would make it. It is not a bug; another seed (or a lower temperature) gives "
+            "a likelier path.")
+
+
+def cache_strip(cycle, context: list[str] | None = None, window: int = 24) -> go.Figure:
+    """Both KV caches after the verify pass, one row each: positions kept vs rolled back (cropped), each cell
+    with its token's text. context: the texts of the tokens before this cycle (the last ones suffice)."""
     rows = [("target", cycle.target_cache)] + ([("draft", cycle.draft_cache)] if cycle.draft_cache else [])
-    lo = max(0, cycle.context_len - window // 2)
-    for name, state in rows:
-        xs = list(range(lo, max(state.before, state.after)))
-        colors = ["#90caf9" if x < state.after else REJECTED for x in xs]
-        fig.add_trace(go.Bar(x=xs, y=[1] * len(xs), marker_color=colors, name=name, showlegend=False,
-                             customdata=["kept" if x < state.after else "rolled back" for x in xs],
-                             hovertemplate=f"{name} cache position %{{x}}: %{{customdata}}<extra></extra>",
-                             yaxis="y" if name == "target" else "y2"))
+    end = max(max(s.before, s.after) for _, s in rows)
+    lo = max(0, min(cycle.context_len - window // 2, end - window))
+    xs = list(range(lo, end))
+    context = list(context or [])
+
+    def text(x):
+        if x >= cycle.context_len:
+            i = x - cycle.context_len
+            return label(cycle.drafts[i].text) if i < len(cycle.drafts) else ""
+        j = x - cycle.context_len + len(context)
+        return label(context[j]) if 0 <= j < len(context) else ""
+
+    names = [name for name, _ in rows][::-1]  # target drawn on top
+    z, texts, hover = [], [], []
+    for name, state in rows[::-1]:
+        z.append([(0 if x < cycle.context_len else 1) if x < state.after else (2 if x < state.before else None) for x in xs])
+        texts.append([text(x) if x < max(state.before, state.after) else "" for x in xs])
+        hover.append([f"{name} cache, position {x}: " + ("kept" if x < state.after else "rolled back") for x in xs])
+    fig = go.Figure(go.Heatmap(
+        x=xs, y=names, z=z, text=texts, texttemplate="%{text}", textfont=dict(size=10), customdata=hover,
+        hovertemplate="%{customdata}<br>%{text}<extra></extra>", xgap=2, ygap=4, showscale=False, zmin=0, zmax=2,
+        colorscale=[[0, "#cfd8dc"], [0.33, "#cfd8dc"], [0.34, "#90caf9"], [0.66, "#90caf9"], [0.67, "#ef9a9a"],
+                    [1, "#ef9a9a"]]))
     fig.update_layout(
-        height=200, margin=dict(l=60, r=10, t=40, b=30), bargap=0.08,
-        yaxis=dict(domain=[0.55, 1] if len(rows) > 1 else [0, 1], showticklabels=False, title="target"),
-        yaxis2=dict(domain=[0, 0.45], showticklabels=False, title="draft", anchor="x"),
-        xaxis=dict(title="position (blue kept, red rolled back)"),
+        height=130 + 45 * len(rows), margin=dict(l=60, r=10, t=40, b=55),
+        yaxis=dict(tickfont=dict(size=13)), plot_bgcolor="white",
+        xaxis=dict(title="cache position (grey: earlier tokens · blue: this cycle, kept · red: rolled back)",
+                   dtick=2 if len(xs) > 20 else 1),
         title=dict(text=f"5 · KV caches: target {cycle.target_cache.before}→{cycle.target_cache.after}"
                    + (f", draft {cycle.draft_cache.before}→{cycle.draft_cache.after}" if cycle.draft_cache else ", n-gram: no cache"),
                    x=0, font=dict(size=14)))
