@@ -4,18 +4,20 @@ from __future__ import annotations
 
 from ..errors import SpecVizError
 from .base import Drafter
+from .eagle2 import EAGLE2_LABEL, Eagle2Drafter
 from .early_exit import early_exit_drafter, early_exit_model
 from .feature import FeatureDrafter
 from .model import ModelDrafter
 from .ngram import NgramDrafter
+from .suffix import SuffixDrafter
 
-__all__ = ["Drafter", "FeatureDrafter", "ModelDrafter", "NgramDrafter", "early_exit_drafter",
+__all__ = ["Drafter", "Eagle2Drafter", "FeatureDrafter", "ModelDrafter", "NgramDrafter", "SuffixDrafter", "early_exit_drafter",
            "early_exit_model", "LABELS", "drafter_choices", "make_drafter"]
 
 FEATURE_LABEL = "feature draft (EAGLE-style)"
 TOKEN_LABEL = "token draft"
 LABELS = {"feature": FEATURE_LABEL, "token": TOKEN_LABEL, "ngram": "n-gram lookup",
-          "early-exit": "early exit (untrained)"}
+          "early-exit": "early exit (untrained)", "eagle2": EAGLE2_LABEL}
 ALIASES = {"model": "token"}  # the name links and scripts used before the token draft had its name
 
 
@@ -33,6 +35,10 @@ def make_drafter(kind: str, models=None, target=None, early_exit_layers: int = 4
         if models is None or models.feature_draft is None:
             raise SpecVizError("The feature draft exists only for the embedded target: pick another drafter.")
         return FeatureDrafter(models.feature_draft, FEATURE_LABEL)
+    if kind == "eagle2":  # a tree drafter (proposes_tree): run it with specviz.tree.tree_speculative_steps
+        if models is None or models.feature_draft is None:
+            raise SpecVizError("The EAGLE-2 tree needs the feature draft, which exists only for the embedded target.")
+        return Eagle2Drafter(models.feature_draft)
     if kind == "ngram":
         return NgramDrafter()
     if kind == "early-exit":
