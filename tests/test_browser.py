@@ -295,8 +295,12 @@ def test_prompt_picker_follows_the_text_and_the_log_has_no_widget_warnings(serve
     assert "Name+three+colours." in page.url or "Name%20three%20colours." in page.url
     pick(page, "Curated prompts", "Explain beam search (chat)")
     expect(box).to_have_value("Explain beam search in two sentences.")
+    box.fill("Name four colours.")
+    box.press("Control+Enter")
+    settle(page)
     go(page, "Speculative decoding")
-    expect(page.get_by_role("combobox", name="Curated prompts")).to_have_value("Explain beam search (chat)")
+    expect(page.get_by_role("combobox", name="Curated prompts")).to_have_value("Your own prompt")
+    expect(page.locator("[data-testid=stSidebar] textarea")).to_have_value("Name four colours.")
     page.close()
     log = (ROOT / "test-artifacts" / "server.log").read_text()
     assert "default value but also had its value set via the Session State API" not in log

@@ -41,3 +41,32 @@ def test_phases_per_event_and_to_end():
     assert r.event == 3 and r.phase == 3 and r.at_end
     r.back()
     assert (r.event, r.phase) == (3, 2)
+
+
+def test_position_round_trips_and_seek_clamps():
+    r = Replay(counting(4, []), phases=3)
+    assert r.position() == ""
+    r.forward(whole_event=True)
+    r.forward()
+    assert r.position() == "2.1" and Replay.parse_position("2.1") == (1, 0)
+    other = Replay(r.recording, phases=3)
+    other.seek(*Replay.parse_position(r.position()))
+    assert (other.event, other.phase) == (r.event, r.phase)
+    other.seek(99, 99)  # past the end: the last event, completely shown
+    assert other.at_end and (other.event, other.phase) == (3, 2)
+    assert (r.event, r.phase) == (1, 0)  # cursors are independent over one recording
+    for bad in ("", "x", "0", "1.0", "1.2.3", "-1"):
+        assert Replay.parse_position(bad) is None
+    assert Replay(counting(2, []), phases=1).position() == ""
+
+
+def test_a_shared_recording_computes_each_event_once():
+    from specviz.replay import Recording
+
+    calls = []
+    rec = Recording(counting(3, calls))
+    a, b = Replay(rec), Replay(rec)
+    a.to_end()
+    b.forward()
+    b.forward()
+    assert calls == [0, 1, 2] and b.current() == 1 and a.at_end

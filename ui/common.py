@@ -242,6 +242,68 @@ def recordings() -> _Recordings:
     return _Recordings()
 
 
+@st.cache_resource(show_spinner=False)
+def _engine_lock() -> threading.Lock:
+    return threading.Lock()
+
+
+def _one_at_a_time(steps):
+    """The step generator with every step computed under one process-wide lock: PyTorch already uses both
+    cores for one forward pass, so sessions computing at once only oversubscribe the cores (each waits as
+    long as all together); taking turns, a step finishes in its own time and the queue drains sooner."""
+    lock = _engine_lock()
+    while True:
+        with lock:
+            try:
+                event = next(steps)
+            except StopIteration as stop:
+                return stop.value
+        yield event
+
+
+class _Figures:
+    """Figures already built, shared by every session: a figure is a pure function of trace events, which
+    are immutable and shared (the recordings), so a figure for the same events is built once per server and
+    a Step rebuilds only the charts that changed. Keyed by the builder and its arguments' identities (the
+    arguments are kept with the figure, so an identity is never reused while its entry lives)."""
+
+    def __init__(self, size: int = 256):
+        self.size = size
+        self.items: OrderedDict = OrderedDict()
+        self.lock = threading.Lock()
+
+    @staticmethod
+    def _key(builder, args, kwargs):
+        ident = lambda v: v if isinstance(v, (int, float, str, bool, type(None))) else ("id", id(v))
+        return (builder.__module__, builder.__qualname__, tuple(ident(a) for a in args),
+                tuple(sorted((k, ident(v)) for k, v in kwargs.items())))
+
+    def get(self, builder, args, kwargs):
+        key = self._key(builder, args, kwargs)
+        with self.lock:
+            hit = self.items.get(key)
+            if hit is not None:
+                self.items.move_to_end(key)
+                return hit[0]
+        fig = builder(*args, **kwargs)
+        with self.lock:
+            self.items[key] = (fig, args, kwargs)
+            while len(self.items) > self.size:
+                self.items.popitem(last=False)
+        return fig
+
+
+@st.cache_resource(show_spinner=False)
+def _figures() -> _Figures:
+    return _Figures()
+
+
+def figure(builder, *args, **kwargs):
+    """builder(*args, **kwargs), built once per server for the same (immutable, shared) trace events: pass
+    the events themselves (a Cycle, replay.events), not copies or slices, so the identities match."""
+    return _figures().get(builder, args, kwargs)
+
+
 def get_replay(name: str, params: tuple, factory, phases: int = 1):
     """This session's Replay (its own cursor) for `name`, over the server's shared recording for these
     parameters; a new cursor whenever the parameters change (slider, prompt, model), so a changed setting
@@ -250,7 +312,7 @@ def get_replay(name: str, params: tuple, factory, phases: int = 1):
 
     slot = st.session_state.get(name)
     if slot is None or slot[0] != params:
-        slot = (params, Replay(recordings().get((name, params), factory), phases))
+        slot = (params, Replay(recordings().get((name, params), lambda: _one_at_a_time(factory())), phases))
         st.session_state[name] = slot
         st.session_state[name + "_playing"] = False
         if not st.session_state.get(name + "_step_read"):

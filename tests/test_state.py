@@ -1,0 +1,91 @@
+"""Issue 19 under AppTest: settings and the run survive page switches, the URL follows the settings and the
+cursor, a link's ?step= reopens the same step, the prompt picker follows the text, and identical runs are
+recorded once per server with a cursor per session."""
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+SPEC, BEAM, LAB = "pages/2_Speculative_decoding.py", "pages/1_Beam_search.py", "pages/3_Speedup_lab.py"
+
+
+def app(page=None, **query):
+    at = AppTest.from_file(APP, default_timeout=180)
+    for k, v in query.items():
+        at.query_params[k] = v
+    at.run()
+    if page:
+        at.switch_page(page).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_spec_settings_and_run_survive_a_page_switch():
+    at = app(SPEC)
+    at.selectbox(key="sp_drafter").select("n-gram lookup").run()
+    at.radio(key="sp_mode").set_value("rejection sampling").run()
+    at.slider(key="sp_k").set_value(6).run()
+    at.toggle(key="sp_dynamic").set_value(True).run()
+    at.select_slider(key="spec_speed").set_value(0.3).run()
+    at.button(key="spec_whole").click().run()
+    at.button(key="spec_step").click().run()
+    replay = at.session_state["spec"][1]
+    assert (replay.event, replay.phase) == (1, 0)
+    q = dict(at.query_params)
+    assert (q["k"], q["drafter"], q["mode"], q["dynamic"], q["step"]) == (["6"], ["ngram"], ["sampling"], ["1"], ["2.1"]) \
+        or (q["k"], q["drafter"], q["mode"], q["dynamic"], q["step"]) == ("6", "ngram", "sampling", "1", "2.1")
+    at.switch_page(LAB).run()
+    at.switch_page(BEAM).run()
+    at.slider(key="bm_b").set_value(5).run()
+    at.switch_page(SPEC).run()
+    assert not at.exception
+    assert at.selectbox(key="sp_drafter").value == "n-gram lookup"
+    assert at.radio(key="sp_mode").value == "rejection sampling"
+    assert at.slider(key="sp_k").value == 6 and at.toggle(key="sp_dynamic").value is True
+    assert at.select_slider(key="spec_speed").value == 0.3
+    assert at.session_state["spec"][1] is replay and (replay.event, replay.phase) == (1, 0)  # the same run, same step
+    at.switch_page(BEAM).run()
+    assert at.slider(key="bm_b").value == 5
+
+
+def test_a_links_step_reopens_the_same_screen_and_shares_the_recording():
+    first = app(SPEC)
+    first.button(key="spec_whole").click().run()
+    first.button(key="spec_step").click().run()
+    first.button(key="spec_step").click().run()
+    mine = first.session_state["spec"][1]
+    other = app(SPEC, step="2.2", k="4", drafter="feature", mode="greedy", max_new_tokens="48")
+    theirs = other.session_state["spec"][1]
+    assert (theirs.event, theirs.phase) == (1, 1) == (mine.event, mine.phase)
+    assert theirs.recording is mine.recording  # the same settings: recorded once, one cursor each
+    other.button(key="spec_back").click().run()
+    assert (theirs.event, theirs.phase) == (1, 0) and (mine.event, mine.phase) == (1, 1)  # no session sees another's
+
+
+def test_choosing_a_custom_prompt_shows_your_own_prompt():
+    at = app(BEAM)
+    at.selectbox(key="w_choice").select("What is 2+2? (beam beats greedy)").run()
+    assert at.text_area(key="w_prompt").value == "What is 2+2?"
+    at.text_area(key="w_prompt").input("Name three colours.").run()
+    assert at.selectbox(key="w_choice").value == "Your own prompt"
+    assert at.session_state["s_prompt"] == "Name three colours."
+    # (the sidebar after a page switch is checked in the browser, tests/test_browser.py: AppTest sends widgets
+    # created without value= back as their defaults when it switches pages, which a browser never does)
+
+
+def test_figures_are_built_once_for_the_same_events():
+    from ui.common import _Figures
+
+    calls = []
+
+    def builder(events, upto):
+        calls.append(upto)
+        return object()
+
+    cache, events = _Figures(size=2), [object(), object()]
+    a = cache.get(builder, (events, 0), {})
+    assert cache.get(builder, (events, 0), {}) is a and calls == [0]
+    cache.get(builder, (events, 1), {})
+    cache.get(builder, (list(events), 1), {})  # another list: another figure
+    assert calls == [0, 1, 1] and len(cache.items) == 2  # bounded
