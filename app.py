@@ -3,13 +3,13 @@ and where to see each). The pages are declared (ui/registry.py) with st.navigati
 sidebar names every page, this one "Home" rather than the file name "app"."""
 import streamlit as st
 
-from ui.common import sidebar
+from ui.common import encode, get_models, sidebar
 from ui.registry import PAGES, navigation, page_link
 
 
 def home():
     st.set_page_config(page_title="SpecViz — see LLM decoding decide")
-    sidebar()
+    settings = sidebar()
 
 
     st.title("SpecViz — watch a real language model decode")
@@ -36,10 +36,56 @@ def home():
                     "accept rule the output is exactly the target's — its greedy tokens, or its sampling distribution "
                     "(in exact arithmetic: floating-point kernels can flip a near-tie).")
 
+    live_comparison(settings)
+
     st.subheader("Pages")
     for page in PAGES:
         page_link(page.path)
     st.caption("Each page keeps its own run per browser tab: two tabs never share a cursor.")
+
+
+def live_comparison(settings):
+    """Greedy vs beam vs speculative on the sidebar's prompt, run live on a click (specviz.home does the work)."""
+    from specviz.drafters import drafter_choices
+    from specviz.home import side_by_side
+
+    st.subheader("See it: the three on your prompt")
+    st.caption("Runs greedy, beam search and speculative decoding (greedy verification) on the prompt in the sidebar "
+               "with the real model. Beam may change the words; speculative gives greedy's words, in fewer target passes.")
+    h1, h2, h3 = st.columns(3)
+    max_new = h1.slider("New tokens", 8, 64, 24, key="home_max")
+    beams = h2.slider("Beam width B", 2, 8, 3, key="home_b")
+    k = h3.slider("Drafts per cycle K", 1, 8, 4, key="home_k")
+    key = (settings.prompt, settings.chat, max_new, beams, k, settings.target, settings.draft)
+    if st.button("Run all three ▶", type="primary", key="home_run",
+                 help="Speculative decoding uses the best drafter these models have (the feature draft by default)."):
+        models = get_models(settings)  # loaded on the click: the home page opens without waiting for the model
+        ids = encode(models, settings, max_new)
+        name, kind = next(iter(drafter_choices(models).items()))
+        bar = st.progress(0.0, text="starting…")
+        runs = side_by_side(models, ids, max_new, beams, k, kind, drafter_label=name,
+                            progress=lambda f, m: bar.progress(f, text=m))
+        bar.empty()
+        st.session_state["home_runs"] = (key, runs)
+    saved = st.session_state.get("home_runs")
+    if not saved:
+        return
+    if saved[0] != key:
+        st.caption("Settings or prompt changed since this run: press **Run all three** again to update it.")
+    cols = st.columns(3)
+    for col, r in zip(cols, saved[1]):
+        with col:
+            st.markdown(f"**{r.method}**")
+            st.text(r.text or "(empty)")
+            m1, m2 = st.columns(2)
+            m1.metric("Target passes", r.target_passes, help=r.note)
+            m2.metric("Time", f"{r.seconds:.2f} s", help="One run, wall-clock on this machine (noisy: ±10 % is usual).")
+            if r.logprob is not None:
+                st.caption(f"{r.tokens} tokens · total log p {r.logprob:.2f}")
+            else:
+                st.caption(f"{r.tokens} tokens · {r.note}")
+            if r.method != "greedy":
+                st.caption("same words as greedy ✓" if r.same_as_greedy else "different words from greedy")
 
 
 navigation(home)

@@ -1,11 +1,11 @@
 """Beam search step by step, beside greedy on the same prompt."""
 import streamlit as st
 
-from ui.common import controls, encode, get_models, get_replay, link, play_interval, play_speed, play_tick, sidebar, slider
+from ui.common import chart, controls, encode, get_models, get_replay, link, play_interval, play_speed, play_tick, sidebar, slider
 
 from specviz.beam import beam_steps
-from specviz.compare import beam_vs_greedy
-from specviz.figures.beam_tree import beam_tree, final_ranking
+from specviz.compare import beam_vs_greedy, length_penalty_note
+from specviz.figures.beam_tree import beam_tree, final_ranking, readable
 from specviz.plain import plain_steps
 from specviz.step import run_steps
 
@@ -42,34 +42,36 @@ def view():
         st.info("Press **Step** to expand the beams one token at a time.")
         return
     st.markdown(f"**Step {step.step + 1}**" + (f" · stopped: {step.stopped}" if step.stopped else ""))
-    st.plotly_chart(beam_tree(replay.events, replay.event), key="beam_tree")
-    left, right = st.columns(2)
-    with left:
-        st.markdown("**Running beams** (cumulative log-prob)")
-        for h in step.beams_after:
-            st.text(f"{h.logprob:8.3f}  {h.text}")
-    with right:
-        if step.finished:
-            st.plotly_chart(final_ranking(step.finished), key="beam_rank")
-        else:
-            st.caption("No finished hypothesis yet.")
+    chart(beam_tree(replay.events, replay.event), key="beam_tree")
+    st.caption("Green: kept beams · star: finished · grey ×: pruned candidates (hover any node for its token, log p "
+               "and cumulative log p). With many steps the chart follows the newest; drag it to see earlier ones.")
+    if step.beams_after and not replay.at_end:
+        with st.expander(f"Running beams after step {step.step + 1} (cumulative log-prob)", expanded=False):
+            for h in step.beams_after:
+                st.text(f"{h.logprob:8.3f}  {readable(h.text)}")
+    if step.finished:
+        chart(final_ranking(step.finished), key="beam_rank")
+        note = length_penalty_note(step.finished, penalty)
+        if note:
+            st.caption(note)
+    else:
+        st.caption("No finished hypothesis yet.")
 
     g_ids, g_lp = greedy_reference(tuple(ids), max_new, settings.target)
     st.subheader("Beam vs greedy on the same prompt")
     g1, g2 = st.columns(2)
     g1.markdown("**Greedy**")
-    g1.text(models.tokenizer.decode(g_ids))
+    g1.text(models.tokenizer.decode(g_ids, skip_special_tokens=True))
     g1.metric("Total log-prob", f"{g_lp:.3f}")
     g2.markdown("**Beam (best finished so far)**")
     if step.finished:
         best = step.finished[0]
-        g2.text(best.text)
+        g2.text(models.tokenizer.decode(list(best.tokens), skip_special_tokens=True))
         g2.metric("Total log-prob", f"{best.logprob:.3f}", delta=f"{best.logprob - g_lp:+.3f} vs greedy")
         if replay.at_end:
             st.info(beam_vs_greedy(models.tokenizer, g_ids, g_lp, list(best.tokens), best.logprob))
     else:
         g2.caption("Step until a hypothesis finishes (EOS or max new tokens).")
-
 
 view()
 play_speed("beam")

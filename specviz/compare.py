@@ -20,3 +20,16 @@ def beam_vs_greedy(tokenizer, greedy_ids, greedy_lp, beam_ids, beam_lp) -> str:
     return (f"The two differ {where} (greedy “{g_tok}”, beam “{b_tok}”), but greedy's sequence has the higher total "
             f"log-probability ({greedy_lp:.2f} vs {beam_lp:.2f}): beam ranks by the length-penalised score, "
             "not raw log-probability, and lengths differ.")
+
+
+def length_penalty_note(hypotheses, penalty: float) -> str | None:
+    """When every finished hypothesis has the same length, the penalty divides all scores by the same number
+    and cannot reorder them: say so (None when lengths differ, or fewer than two hypotheses)."""
+    lengths = {len(h.tokens) for h in hypotheses}
+    if len(hypotheses) < 2 or len(lengths) != 1:
+        return None
+    n = lengths.pop()
+    return (f"All {len(hypotheses)} finished hypotheses have the same length ({n} tokens), so score = log p / "
+            f"{n}^{penalty:g} divides every one by the same number: the length penalty cannot reorder them here. "
+            "It matters when hypotheses end at different lengths — try a prompt with a short answer (e.g. the "
+            "curated “What is 2+2?”) and move the slider.")

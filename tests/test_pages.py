@@ -204,3 +204,15 @@ def test_interview_page_quiz_scores(app):
     assert any(m.label == "Score" and m.value == "1 / 1" for m in at.metric)
     at.multiselect(key="qa_topics").set_value(["drafters"]).run()
     no_errors(at)
+
+
+def test_home_runs_the_three_live(app):
+    at = app
+    at.slider(key="home_max").set_value(8).run()
+    at.button(key="home_run").click().run()
+    no_errors(at)
+    passes = [m for m in at.metric if m.label == "Target passes"]
+    assert len(passes) == 3 and all(int(m.value) >= 1 for m in passes)
+    assert any(m.label == "Time" and m.value.endswith(" s") for m in at.metric)
+    # greedy verification: speculative gives greedy's words exactly
+    assert any("same words as greedy" in c.value for c in at.caption)

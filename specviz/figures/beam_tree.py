@@ -1,18 +1,35 @@
 """The beam search tree: every step's expansions, what survived the prune back to B, what finished."""
 from __future__ import annotations
 
+import re
+
 import plotly.graph_objects as go
 
 from . import FINISHED, KEPT, PRUNED, label
 
+WINDOW = 12  # steps on screen at once: the view follows the frontier; drag (pan) to see earlier steps
+SPECIAL = re.compile(r"<\|[^|<>]{1,40}\|>")  # chat special tokens such as <|im_end|>
 
-def beam_tree(steps, upto: int | None = None, top_pruned: int = 6) -> go.Figure:
+
+def short(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def readable(text: str) -> str:
+    """A hypothesis' text without chat special tokens; an end-of-sequence token becomes " ■" (ended)."""
+    ended = bool(SPECIAL.search(text[-20:]))
+    return SPECIAL.sub("", text).rstrip() + (" ■" if ended else "")
+
+
+def beam_tree(steps, upto: int | None = None, top_pruned: int = 6, window: int = WINDOW) -> go.Figure:
     """steps: BeamStep events; draws steps[: upto + 1]. Nodes at depth s are that step's candidates,
-    placed by cumulative log-prob (best on top); edges join each to the beam it extended."""
+    placed by cumulative log-prob (best on top); edges join each to the beam it extended. Kept and finished
+    nodes carry their token and cumulative log-prob; pruned ones only a hover (their labels would collide).
+    The x range shows the last `window` steps (the frontier); the rest is a drag away."""
     steps = list(steps)[: (len(steps) if upto is None else upto + 1)]
     fig = go.Figure()
     node_y = {(0, 0): 0.0}  # (step, beam index) -> y of the kept node that is that beam
-    edges_x, edges_y, edge_colors = [], [], []
+    edges = {"kept": ([], []), "finished": ([], []), "pruned": ([], [])}
     max_rows = 1
     groups = {"kept": ([], [], [], []), "finished": ([], [], [], []), "pruned": ([], [], [], [])}
     for s, step in enumerate(steps, start=1):  # x = step number; the prompt sits at x = 0
@@ -23,47 +40,84 @@ def beam_tree(steps, upto: int | None = None, top_pruned: int = 6) -> go.Figure:
         for row, c in enumerate(shown):
             y = -float(row)
             px, py = s - 1, node_y.get((s - 1, c.parent), 0.0)
-            edges_x += [px, s, None]
-            edges_y += [py, y, None]
-            edge_colors.append(c.status)
+            ex, ey = edges[c.status]
+            ex += [px, s, None]
+            ey += [py, y, None]
             if c.status == "kept":
                 node_y[(s, c.child)] = y
             xs, ys, texts, hovers = groups[c.status]
             xs.append(s)
             ys.append(y)
-            texts.append(label(c.text) + (f" <span style='font-size:10px;color:#666'>{c.score:.2f}</span>"
-                                          if c.status != "pruned" else ""))
-            hovers.append(f"{label(c.text)}<br>log p = {c.logprob:.3f}<br>cumulative = {c.score:.3f}"
+            texts.append("" if c.status == "pruned" else
+                         f"{label(short(c.text, 11))}<br><span style='font-size:9px;color:#666'>{c.score:.2f}</span>")
+            hovers.append(f"step {s}: “{label(c.text)}”<br>log p = {c.logprob:.3f}<br>cumulative = {c.score:.3f}"
                           f"<br>{c.status}" + (f" (rank {c.rank + 1})" if c.rank >= 0 else ""))
-    for status, color, width in (("pruned", "#dddddd", 1), ("finished", FINISHED, 2), ("kept", KEPT, 2)):
-        xs = [v for i, st in enumerate(edge_colors) if st == status for v in edges_x[3 * i:3 * i + 3]]
-        ys = [v for i, st in enumerate(edge_colors) if st == status for v in edges_y[3 * i:3 * i + 3]]
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(color=color, width=width),
+    for status, color, width in (("pruned", "#e0e0e0", 1), ("finished", FINISHED, 2), ("kept", KEPT, 2)):
+        ex, ey = edges[status]
+        fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", line=dict(color=color, width=width),
                                  hoverinfo="skip", showlegend=False, name=f"edges {status}"))
-    styles = {"kept": (KEPT, "circle", 14), "finished": (FINISHED, "star", 18), "pruned": (PRUNED, "x", 9)}
+    styles = {"kept": (KEPT, "circle", 12), "finished": (FINISHED, "star", 16), "pruned": (PRUNED, "x", 8)}
     for status, (xs, ys, texts, hovers) in groups.items():
         color, symbol, size = styles[status]
         fig.add_trace(go.Scatter(
-            x=xs, y=ys, mode="markers+text", text=texts, textposition="middle right", name=status,
+            x=xs, y=ys, mode="markers+text" if status != "pruned" else "markers", text=texts,
+            textposition="middle right", name=status,
             marker=dict(color=color, symbol=symbol, size=size), hovertext=hovers, hoverinfo="text",
-            textfont=dict(color="#222" if status != "pruned" else "#999")))
-    fig.add_trace(go.Scatter(x=[0], y=[0], mode="markers+text", text=["prompt"], textposition="middle left",
-                             marker=dict(color="#555", size=12), name="prompt", showlegend=False))
-    fig.update_layout(height=max(320, 90 + 30 * max_rows),
-                      margin=dict(l=10, r=10, t=30, b=10), xaxis=dict(title="step", dtick=1, range=[-0.6, max(len(steps), 3) + 0.8]),
-                      yaxis=dict(visible=False), legend=dict(orientation="h", y=1.08), plot_bgcolor="white",
-                      title=dict(text="Beam search tree", x=0, font=dict(size=14)))
+            textfont=dict(color="#222", size=11), cliponaxis=False))
+    fig.add_trace(go.Scatter(x=[0], y=[0], mode="markers+text", text=["prompt"], textposition="top center",
+                             marker=dict(color="#555", size=12), name="prompt", showlegend=False, cliponaxis=False,
+                             hovertext=["the prompt (step 0)"], hoverinfo="text"))
+    n = len(steps)
+    first = max(0, n - window)
+    fig.update_layout(
+        height=max(340, 110 + 34 * max_rows), dragmode="pan",
+        margin=dict(l=10, r=10, t=60, b=10),
+        xaxis=dict(title="step" + (f" (steps {first}–{n} shown; drag left for earlier ones)" if first else ""),
+                   dtick=1, range=[first - 0.6, max(n, 3) + 0.95], showgrid=False),
+        yaxis=dict(visible=False, range=[-(max_rows - 1) - 0.6, 0.8], fixedrange=True),
+        legend=dict(orientation="h", x=1, xanchor="right", y=1.0, yanchor="bottom"), plot_bgcolor="white",
+        title=dict(text="Beam search tree", x=0, y=0.98, yanchor="top", font=dict(size=14)))
     return fig
 
 
+def distinct_labels(texts: list[str], width: int = 56) -> list[str]:
+    """One label per hypothesis that shows where it differs from the others: where a hypothesis shares a
+    long opening with its closest neighbour, that opening is cut to "…" plus a few words of context."""
+    def shared(a: str, b: str) -> int:
+        n = 0
+        while n < min(len(a), len(b)) and a[n] == b[n]:
+            n += 1
+        return n
+
+    out = []
+    for i, t in enumerate(texts):
+        d = max((shared(t, u) for j, u in enumerate(texts) if j != i), default=0)
+        start = 0
+        if len(t) > width and d > 20:
+            start = max(0, t.rfind(" ", 0, max(d - 16, 1)))  # a few words before the difference
+        out.append(("…" if start else "") + short(t[start:], width))
+    return out
+
+
 def final_ranking(hypotheses) -> go.Figure:
-    """Finished hypotheses by length-penalised score (what beam search returns: the top bar)."""
+    """Finished hypotheses by length-penalised score (what beam search returns: the top bar). Labels show
+    where the hypotheses differ; score, log p and length on each label, the whole text on hover."""
     hyps = list(hypotheses)
-    names = [f"#{i + 1} " + label(h.text[:40] + ("…" if len(h.text) > 40 else "")) for i, h in enumerate(hyps)]
-    fig = go.Figure(go.Bar(x=[h.score for h in hyps], y=names, orientation="h", marker_color=FINISHED,
-                           text=[f"{h.score:.3f} (log p {h.logprob:.2f}, {len(h.tokens)} tok)" for h in hyps],
-                           textposition="auto", name="score"))
-    fig.update_layout(height=80 + 40 * len(hyps), margin=dict(l=10, r=10, t=30, b=10),
-                      yaxis=dict(autorange="reversed"), xaxis_title="score = log p / length^penalty",
-                      title=dict(text="Finished hypotheses", x=0, font=dict(size=14)))
+    texts = [readable(h.text) for h in hyps]
+    shown = distinct_labels(texts)
+    names = [f"#{i + 1} {label(t)}  <span style='color:#666'>({len(h.tokens)} tok)</span>"
+             for i, (t, h) in enumerate(zip(shown, hyps))]
+    lo = min(h.score for h in hyps)
+    fig = go.Figure(go.Bar(
+        x=[h.score for h in hyps], y=names, orientation="h", marker_color=FINISHED, name="score",
+        text=[f"{h.score:.3f}" for h in hyps], textposition="inside", insidetextanchor="start",
+        customdata=[[label(t), h.logprob, len(h.tokens)] for t, h in zip(texts, hyps)],
+        hovertemplate="%{customdata[0]}<br>score %{x:.4f} · log p %{customdata[1]:.3f} · %{customdata[2]} tokens"
+                      "<extra></extra>"))
+    fig.update_layout(height=90 + 34 * len(hyps), margin=dict(l=10, r=20, t=40, b=10),
+                      yaxis=dict(autorange="reversed", automargin=True, tickfont=dict(family="monospace", size=12)),
+                      xaxis=dict(title="score = log p / length^penalty (closer to 0 is better)",
+                                 range=[lo * 1.08 if lo < 0 else 0, 0] if lo < 0 else None),
+                      title=dict(text="Finished hypotheses, best first (■: ended with end-of-sequence)", x=0,
+                                 font=dict(size=14)))
     return fig
