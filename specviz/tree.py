@@ -13,10 +13,17 @@ unsure. The target scores every node at once:
 """
 from __future__ import annotations
 
+from collections.abc import Generator
+
 import torch
 
-from .step import Stepper
-from .verify import TokenTree
+from .drafters import Drafter
+from .errors import SpecVizError
+from .sampling import SamplingConfig, distribution, new_generator, warpers
+from .speculative import prefill_states
+from .step import Stepper, eos_ids, token_text, top_probs
+from .trace import CacheState, Counters, DepthVerdict, Result, TreeCycle, TreeNode
+from .verify import TokenTree, TreeVerification, one_hot, verify_tree
 
 
 def tree_inputs(tree: TokenTree, ids: list[int], cached: int) -> tuple[list[int], list[int], torch.Tensor]:
@@ -48,3 +55,111 @@ def keep_path(stepper: Stepper, context_len: int, path: list[int]) -> list[int]:
     slots = list(range(context_len)) + [context_len + i for i in path]
     stepper.keep_slots(slots)
     return slots
+
+
+def static_tree(tokens: list[int], q: torch.Tensor | None, width: int = 1) -> TokenTree:
+    """A static tree from a chain drafter's proposal: the chain, plus at each depth the draft's width - 1
+    runner-ups (its likeliest other tokens there) as leaf siblings tried after the chain's token. The
+    runner-ups are deterministic given the chain token: one-hot q, lossless (verify_tree). Width 1 (or a
+    drafter without q, such as n-gram lookup) is the chain itself."""
+    chain = TokenTree.chain(tokens, q, tuple(float(q[i, x]) if q is not None else 1.0 for i, x in enumerate(tokens)))
+    if width <= 1 or q is None or not tokens:
+        return chain
+    out_tokens, parents, rows, q_tok, parent = [], [], [], [], -1
+    for i, x in enumerate(tokens):
+        alts = [a for a in torch.topk(q[i], width).indices.tolist() if a != x][:width - 1]
+        me = len(out_tokens)
+        for j, t in enumerate([x] + alts):
+            out_tokens.append(t)
+            parents.append(parent)
+            rows.append(q[i] if j == 0 else one_hot(t, q[i]))
+            q_tok.append(float(q[i, t]))
+        parent = me
+    return TokenTree(tuple(out_tokens), tuple(parents), torch.stack(rows), tuple(q_tok))
+
+
+def draft_tree(drafter: Drafter, ids: list[int], budget: int, depth: int, width: int, cfg: SamplingConfig,
+               gen: torch.Generator) -> TokenTree:
+    """The drafter's tree (proposes_tree), or its chain of `depth` tokens branched by static_tree."""
+    if drafter.proposes_tree:
+        return drafter.propose_tree(ids, budget, depth, cfg, gen)
+    tokens, q = drafter.propose(ids, depth, cfg, gen)
+    return static_tree(tokens, q, width)
+
+
+def tree_speculative_steps(target, drafter: Drafter, tokenizer, prompt_ids: list[int], max_new_tokens: int,
+                           budget: int = 16, depth: int = 4, width: int = 1, cfg: SamplingConfig = SamplingConfig(),
+                           top_n: int = 5) -> Generator[TreeCycle, None, Result]:
+    """Tree speculation, one cycle at a time: draft a tree, ONE target pass over every node, walk it
+    (verify_tree), keep the accepted path in the KV cache. budget: nodes per tree (tree drafters); depth:
+    the deepest drafted position (a chain drafter's K); width: runner-ups per depth for a chain drafter."""
+    if depth < 1 or budget < 1:
+        raise SpecVizError(f"Tree depth and budget must be at least 1; got depth {depth}, budget {budget}.")
+    cfg.validate()
+    gen, procs, stop = new_generator(cfg.seed), warpers(cfg), eos_ids(target, tokenizer)
+    tstep = Stepper(target, read_layers=drafter.read_layers if drafter.reads_target_states else ())
+    drafter.reset()
+    ids, new, counters = list(prompt_ids), [], Counters()
+    prefill = prefill_states(tstep, drafter, ids)
+    cycle = 0
+    while len(new) < max_new_tokens:
+        room = max(0, min(depth, max_new_tokens - len(new) - 1))  # a path never drafts past max_new_tokens
+        draft_passes = drafter.passes
+        tree = draft_tree(drafter, ids, budget, room, width, cfg, gen)
+        draft_passes = drafter.passes - draft_passes
+
+        context_len, fed_from = len(ids), tstep.cached
+        p = distribution(tree_logits(tstep, tree, ids), cfg, procs).cpu()  # the ONE verify pass
+        filled = tstep.cached
+        v = verify_tree(tree, p, cfg.greedy, gen, stop)
+        keep_path(tstep, context_len, list(v.path))
+        if drafter.reads_target_states:  # the target's states of the context and the accepted path only
+            m = context_len - fed_from
+            rows = list(range(m)) + [m + i for i in v.path]
+            drafter.observe(tstep.states[rows], fed_from)
+        emitted = [tree.tokens[i] for i in v.path] + ([v.token] if v.token is not None else [])
+        ids += emitted
+        new += emitted
+        draft_cache = None
+        if drafter.cached is not None:
+            draft_filled = drafter.cached
+            drafter.rollback(len(ids) - 1)
+            draft_cache = CacheState(draft_filled, drafter.cached)
+
+        event = tree_event(tokenizer, top_n, cycle=cycle, context_len=context_len, drafter=drafter.name, tree=tree,
+                           p=p, v=v, emitted=emitted, greedy=cfg.greedy, draft_passes=draft_passes,
+                           prefill=prefill if cycle == 0 else 0, pending=context_len - fed_from,
+                           target_cache=CacheState(filled, tstep.cached), draft_cache=draft_cache)
+        counters.record(event)
+        yield event
+        cycle += 1
+        if emitted[-1] in stop:
+            break
+    return Result("speculative tree", list(prompt_ids), new, tokenizer.decode(new, skip_special_tokens=True), counters)
+
+
+def tree_event(tokenizer, top_n: int, *, cycle: int, context_len: int, drafter: str, tree: TokenTree, p, v: TreeVerification,
+               emitted: list[int], greedy: bool, draft_passes: int, prefill: int, pending: int,
+               target_cache: CacheState, draft_cache: CacheState | None) -> TreeCycle:
+    """The trace event of one tree cycle: every node with its verdict, the mask and position ids."""
+    ruled = {r.node: r for r in v.rulings}
+    depths = tree.depths
+    nodes = []
+    for i, (x, a) in enumerate(zip(tree.tokens, tree.parents)):
+        r = ruled.get(i)
+        verdict = "accepted" if i in v.path else ("rejected" if r is not None else "not reached")
+        nodes.append(TreeNode(i, x, token_text(tokenizer, x), a, depths[i], context_len - 1 + depths[i],
+                              tree.q_token[i] if tree.q_token else 1.0, float(p[a + 1, x]), verdict,
+                              r.accept_prob if r else None, r.u if r else None))
+    reached = sorted({depths[r.node] for r in v.rulings})
+    return TreeCycle(
+        cycle=cycle, context_len=context_len, drafter=drafter, nodes=tuple(nodes),
+        mask=tuple(tuple(row) for row in tree.ancestry().tolist()),
+        position_ids=tuple(context_len - 1 + d for d in depths), verify_positions=pending + len(tree),
+        path=v.path, accepted=len(v.path), new_token=v.token,
+        new_text=token_text(tokenizer, v.token) if v.token is not None else "", new_origin=v.origin,
+        residual_top=top_probs(tokenizer, v.residual, top_n, v.token) if v.residual is not None else (),
+        residual_fallback=v.residual_fallback, target_cache=target_cache, draft_cache=draft_cache,
+        emitted=tuple(emitted), origins=tuple(["accepted"] * len(v.path) + ([v.origin] if v.token is not None else [])),
+        verify_mode="greedy" if greedy else "sampling", draft_passes=draft_passes,
+        verdicts=tuple(DepthVerdict(d - 1, d <= len(v.path)) for d in reached), prefill=prefill)
