@@ -9,9 +9,10 @@ from .early_exit import early_exit_drafter, early_exit_model
 from .feature import FeatureDrafter
 from .model import ModelDrafter
 from .ngram import NgramDrafter
+from .staged import StagedDrafter
 from .suffix import SuffixDrafter
 
-__all__ = ["Drafter", "Eagle2Drafter", "FeatureDrafter", "ModelDrafter", "NgramDrafter", "SuffixDrafter", "early_exit_drafter",
+__all__ = ["Drafter", "Eagle2Drafter", "FeatureDrafter", "ModelDrafter", "NgramDrafter", "StagedDrafter", "SuffixDrafter", "early_exit_drafter",
            "early_exit_model", "LABELS", "drafter_choices", "make_drafter"]
 
 FEATURE_LABEL = "feature draft (EAGLE-style)"
