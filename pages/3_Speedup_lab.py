@@ -5,13 +5,23 @@ from ui.common import encode, get_models, sidebar
 
 from specviz.drafters import drafter_choices, make_drafter
 from specviz.figures import speedup as F
-from specviz.measure import forward_ms, speculative_vs_plain
+from specviz.measure import speculative_vs_plain, verify_cost_profile
 from specviz.theory import best_k, expected_tokens, speculation_pays, walltime_improvement
 
 settings = sidebar()
 st.title("Speedup lab")
 st.caption("How much faster is speculative decoding? It depends on three numbers: the acceptance rate a, the "
            "draft length K and the draft's cost c relative to one target step (Leviathan et al. 2023).")
+
+def use_measured():
+    """Set the sliders to the last real run's a, c and K and draw the estimate through its measured v."""
+    r = st.session_state.get("sl_measured")
+    if r:
+        st.session_state["sl_a"] = min(0.99, round(r["a"], 2))
+        st.session_state["sl_c"] = min(1.0, round(r["c"], 2))
+        st.session_state["sl_k"] = r["k"]
+        st.session_state["sl_through"] = True
+
 
 c1, c2, c3 = st.columns(3)
 a = c1.slider("Acceptance rate a", 0.0, 0.99, 0.7, 0.01, key="sl_a")
@@ -36,29 +46,52 @@ with_v = st.toggle("Add the verify cost v measured on this machine (a (K+1)-toke
                    key="sl_v")
 
 
-@st.cache_resource(show_spinner=False)
-def verify_costs(model_key):
+@st.cache_resource(show_spinner=False, max_entries=4)
+def verify_costs(model_key, nonce: int = 0):
     models = get_models(settings)
     ctx = encode(models, settings, 16)
-    t1 = forward_ms(models.target, ctx, 1, repeats=5)
-    return t1, {k: forward_ms(models.target, ctx, k + 1, repeats=5) / t1 for k in range(1, 17)}
+    return verify_cost_profile(models.target, ctx)
 
 
 v_of_k = None
 if with_v:
-    with st.spinner("Timing the target's forward pass for 2…17 tokens…"):
-        t1, vs = verify_costs((settings.target, settings.device))
+    with st.spinner("Timing the target's forward pass for 1…17 tokens (5 times each)…"):
+        prof = verify_costs((settings.target, settings.device), st.session_state.get("sl_v_nonce", 0))
+    vs = prof["v"]
     v_of_k = vs.get
-    st.caption(f"Measured here: 1 token {t1:.1f} ms; " + ", ".join(f"{k + 1} tokens {v:.2f}×" for k, v in vs.items()
-                                                              if k in (1, 2, 4, 8, 16))
-               + f". Machine-aware estimate τ / (K·c + v) at K = {K}: "
-                 f"{walltime_improvement(a, K, c, vs[K]):.3f}×.")
+    t1, t1_slow = prof["t1_range"]
+    st.caption(f"Measured here: 1 token {t1:.1f} ms (slowest of 5: {t1_slow:.1f} ms); " + ", ".join(
+        f"{k + 1} tokens v = {v:.2f} ({prof['v_range'][k][0]:.2f}–{prof['v_range'][k][1]:.2f})"
+        for k, v in vs.items() if k in (1, 2, 4, 8, 16))
+        + f". Machine-aware estimate τ / (K·c + v) at K = {K}: {walltime_improvement(a, K, c, vs[K]):.3f}×. "
+          "Each forward was timed 5 times and v uses the fastest (the least disturbed); the ranges are fastest–"
+          "slowest ratios.")
+    if prof["noisy"]:
+        st.warning("These timings are **noisy**: the runs of one forward differ by more than 30 %. This page measures "
+                   "on the same cores that serve it (and draw it, if the browser runs on this machine, and any other "
+                   "session's steps): expect v above the README's benchmark, which ran on an idle machine. "
+                   "Re-measure when nothing else runs.")
+    if st.button("Re-measure v", key="sl_v_again"):
+        st.session_state["sl_v_nonce"] = st.session_state.get("sl_v_nonce", 0) + 1
+        st.rerun()
 
 left, right = st.columns(2)
 left.plotly_chart(F.tokens_per_pass(a), key="sl_tau")
 measured = st.session_state.get("sl_measured")
 points = [(measured["k"], measured["speedup"], f"measured {measured['speedup']:.2f}×")] if measured else None
-right.plotly_chart(F.improvement(a, c, v_of_k, measured=points), key="sl_improve")
+through = None
+if measured and st.session_state.get("sl_through"):
+    mv, mk_ = measured["v"], measured["k"]
+    # v(K) through the measured point: the isolated profile's shape when it exists, else linear in K
+    through = (measured["a"], measured["c"],
+               (lambda kk: mv * v_of_k(kk) / v_of_k(mk_)) if v_of_k else (lambda kk: 1 + (mv - 1) * kk / mk_))
+right.plotly_chart(F.improvement(a, c, v_of_k, measured=points, through=through), key="sl_improve")
+if measured:
+    u1, u2 = st.columns([1, 2])
+    u1.button("Use the measured a, c, v", key="sl_use", on_click=use_measured,
+              help="Set a, c and K to the last run's and draw the estimate at its measured a, c, v (red dotted).")
+    if st.session_state.get("sl_through"):
+        u2.toggle("Show the curve at the measured a, c, v", key="sl_through")
 
 st.subheader("Measure it on the current prompt")
 models = get_models(settings)

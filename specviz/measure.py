@@ -37,6 +37,28 @@ def forward_ms(model, ctx: list[int], n: int, repeats: int = 15) -> float:
     return 1000 * statistics.median(times[2:])
 
 
+def verify_cost_profile(model, ctx: list[int], ks=range(1, 17), repeats: int = 5) -> dict:
+    """v(K) = a (K+1)-token forward / a 1-token forward, for each K, with its spread. Each forward is timed
+    `repeats` times; the estimate uses each one's fastest run (the one least disturbed by whatever else shares
+    the cores: a browser drawing the page, other sessions) and the spread uses the slowest, so a wide
+    spread says the figures are noisy. Returns {"t1_ms", "v": {K: v}, "v_range": {K: (lo, hi)}, "noisy"}."""
+    def runs(n):
+        out = []
+        for _ in range(repeats):
+            out.append(forward_ms(model, ctx, n, repeats=1))
+        return out
+
+    base = runs(1)
+    t1, t1_slow = min(base), max(base)
+    v, rng = {}, {}
+    for k in ks:
+        t = runs(k + 1)
+        v[k] = min(t) / t1
+        rng[k] = (min(t) / t1_slow, max(t) / t1)
+    spread = max((hi - lo) / v[k] for k, (lo, hi) in rng.items()) if rng else 0.0
+    return {"t1_ms": t1, "t1_range": (t1, t1_slow), "v": v, "v_range": rng, "noisy": spread > 0.3 or t1_slow > 1.3 * t1}
+
+
 def timed_rounds(runs: dict, rounds: int, progress=lambda f, m: None, span=(0.0, 1.0)) -> tuple[dict, dict]:
     """runs: key -> zero-argument function returning a Result. Each is timed in `rounds` interleaved rounds
     (A B C ... A B C ...). A run of ~1 s moves by ~10 % with whatever else the machine does; interleaving

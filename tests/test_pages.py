@@ -160,6 +160,12 @@ def test_speedup_lab_measures_a_real_run(app):
     assert "identical output" in summary and "Medians of 3" in summary  # timed 3 times, not once
     improve = figures(at)[1]
     assert any(d.get("name") == "measured" for d in improve["data"])
+    assert any("measured" in a.get("text", "") for a in improve["layout"]["annotations"])  # label beside, not on, the point
+    at.button(key="sl_use").click().run()  # the sliders take the run's a, c, K; the estimate at its a, c, v is drawn
+    no_errors(at)
+    assert abs(at.slider(key="sl_a").value - min(0.99, round(float(metrics["measured a"]), 2))) < 0.011
+    improve = figures(at)[1]
+    assert any(d.get("name", "").startswith("estimate at the measured") for d in improve["data"])
 
 
 def test_lossless_lab_exact_equals_p(app):

@@ -74,8 +74,9 @@ def verify_pass(cycle) -> go.Figure:
                                hovertemplate="scored in the same forward pass<extra></extra>", name="target pass"))
         fig.update_layout(height=140, yaxis=dict(visible=False), xaxis=dict(visible=False), showlegend=False)
     else:
-        xs = [f"{i + 1}" for i in range(k + 1)]
+        dense = k > 8  # many positions: the draft token goes under the axis, values on hover only
         draft_text = [label(d.text) for d in cycle.drafts] + ["(none: bonus slot)"]
+        xs = [f"{i + 1}<br>{_title(t, 8)}" if dense and i < k else f"{i + 1}" for i, t in enumerate(draft_text)]
         top_text = [label(t.text) for t in cycle.target_top]
         agree = [d.token == cycle.target_top[i].id for i, d in enumerate(cycle.drafts)]
         greedy = cycle.verify_mode == "greedy"
@@ -89,13 +90,14 @@ def verify_pass(cycle) -> go.Figure:
         fig = go.Figure()
         fig.add_trace(go.Bar(
             x=xs, y=[t.prob for t in cycle.target_top], name="target's top choice: p(top)", marker_color="#90caf9",
-            text=[f"{t}<br>{pt.prob:.2f}" for t, pt in zip(top_text, cycle.target_top)], textposition="outside",
+            text=[_title(t, 8) if dense else f"{t}<br>{pt.prob:.2f}" for t, pt in zip(top_text, cycle.target_top)],
+            textposition="outside", textfont=dict(size=9 if dense else 11),
             cliponaxis=False, customdata=top_text,
             hovertemplate="position %{x}: the target's top choice %{customdata}, p = %{y:.4f}<extra></extra>"))
         fig.add_trace(go.Bar(
             x=xs[:k], y=list(cycle.p_draft), name="p(draft token)", marker_color=colors,
             marker_opacity=[1 if i < ruled else 0.35 for i in range(k)],
-            text=p_text, textposition="outside", cliponaxis=False, customdata=draft_text[:k],
+            text=None if dense else p_text, textposition="outside", cliponaxis=False, customdata=draft_text[:k],
             hovertemplate="position %{x}: p(draft %{customdata}) = %{y:.4f}<extra></extra>"))
         fig.update_layout(
             height=300, barmode="group", bargap=0.25, yaxis=dict(range=[0, 1.3], title="p (target)", tickvals=[0, 0.5, 1]),

@@ -19,17 +19,19 @@ def tokens_per_pass(a: float, k_max: int = 16) -> go.Figure:
         chosen = abs(av - a) < 1e-9
         fig.add_trace(go.Scatter(x=ks, y=[expected_tokens(av, k) for k in ks], mode="lines+markers" if chosen else "lines",
                                  name=f"a = {av:g}", line=dict(width=4 if chosen else 1.5)))
-    fig.update_layout(height=340, margin=dict(l=10, r=10, t=40, b=10), xaxis_title="K (drafts per cycle)",
+    fig.update_layout(height=460, margin=dict(l=10, r=10, t=40, b=10), xaxis_title="K (drafts per cycle)",
                       yaxis_title="expected tokens per target pass",
+                      legend=dict(orientation="h", x=0, y=-0.18, yanchor="top", font=dict(size=10)),
                       title=dict(text="(1 − a^(K+1)) / (1 − a): diminishing returns in K", x=0, font=dict(size=14)))
     return fig
 
 
-def improvement(a: float, c: float, v_of_k=None, k_max: int = 16, measured=None) -> go.Figure:
+def improvement(a: float, c: float, v_of_k=None, k_max: int = 16, measured=None, through=None) -> go.Figure:
     """Estimated walltime improvement vs K for several a at cost ratio c (Leviathan et al. Theorem 3.8, an
     estimate under i.i.d. acceptance, not a bound); with v_of_k (K -> verify cost), the machine-aware
     estimate tau / (K c + v). Where no K pays (a <= c), an annotation instead of a best-K marker.
-    measured: (K, speedup, label) points to overlay."""
+    measured: (K, speedup, label) points to overlay. through: (a, c, v_of_k) measured in a real run: the
+    machine-aware estimate at those values, the curve the measured point should sit near."""
     ks = list(range(1, k_max + 1))
     fig = go.Figure()
     top = 1.0
@@ -57,20 +59,29 @@ def improvement(a: float, c: float, v_of_k=None, k_max: int = 16, measured=None)
                 if walltime_improvement(av, km, c, v_of_k(km)) > 1.0:
                     fig.add_trace(go.Scatter(x=[km], y=[walltime_improvement(av, km, c, v_of_k(km))],
                                              mode="markers+text", marker=dict(size=12, symbol="diamond", color="black"),
-                                             text=[f"best K = {km} (this machine)"], textposition="bottom center",
-                                             name="best K (machine-aware)"))
+                                             text=[f"best K = {km} (this machine)"], textposition="top right",
+                                             cliponaxis=False, name="best K (machine-aware)"))
                 else:
                     fig.add_annotation(x=k_max / 2, y=0.3, showarrow=False, font=dict(size=13, color="#c62828"),
                                        text="with this machine's verify cost v no K pays")
+    if through is not None:
+        am, cm, vm = through
+        ys = [walltime_improvement(am, k, cm, vm(k)) for k in ks]
+        top = max(top, *ys)
+        fig.add_trace(go.Scatter(x=ks, y=ys, mode="lines", name=f"estimate at the measured a = {am:.2f}, c = {cm:.2f}, v",
+                                 line=dict(width=3, dash="dot", color="#c62828")))
     for k, s, lab in measured or []:
         top = max(top, s)
-        fig.add_trace(go.Scatter(x=[k], y=[s], mode="markers+text", marker=dict(size=16, color="#c62828", symbol="circle"),
-                                 text=[lab], textposition="middle right", name="measured"))
+        fig.add_trace(go.Scatter(x=[k], y=[s], mode="markers", marker=dict(size=14, color="#c62828", symbol="circle"),
+                                 name="measured", hovertemplate=f"{lab}<extra></extra>"))
+        fig.add_annotation(x=k, y=s, text=lab, showarrow=True, arrowhead=0, ax=45, ay=-28, font=dict(color="#c62828"),
+                           bgcolor="rgba(255,255,255,0.8)")
     fig.add_hrect(y0=0, y1=1, fillcolor="#c62828", opacity=0.08, line_width=0,
                   annotation_text="slower than plain decoding", annotation_position="bottom right")
     fig.add_hline(y=1, line_dash="dot", line_color="#c62828")
-    fig.update_layout(height=420, margin=dict(l=10, r=10, t=40, b=10), xaxis_title="K (drafts per cycle)",
-                      yaxis_title="speedup over plain decoding", yaxis_range=[0, top * 1.1],
+    fig.update_layout(height=460, margin=dict(l=10, r=10, t=40, b=10), xaxis_title="K (drafts per cycle)",
+                      yaxis_title="speedup over plain decoding", yaxis_range=[0, top * 1.15],
+                      legend=dict(orientation="h", x=0, y=-0.18, yanchor="top", font=dict(size=10)),
                       title=dict(text=f"Estimated walltime improvement (1 − a^(K+1)) / ((1 − a)(Kc + 1)), c = {c:g}", x=0,
                                  font=dict(size=14)))
     return fig
