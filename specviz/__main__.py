@@ -24,6 +24,13 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--drafter", choices=["feature", "token", "model", "ngram", "early-exit"], default=None,
                    help="default: the feature draft (embedded target), else the draft model, else n-gram lookup")
     d.add_argument("--early-exit-layers", type=int, default=4)
+    d.add_argument("--tree", choices=["none", "chain", "eagle2"], default="none",
+                   help="verify a token tree in one target pass: 'chain' = the drafter's chain of --tree-depth tokens "
+                        "(+ --tree-width - 1 runner-ups per depth), 'eagle2' = EAGLE-2 dynamic tree from the feature "
+                        "draft; 'none' = the chain loop with --k")
+    d.add_argument("--tree-budget", type=int, default=16, help="nodes per tree (EAGLE-2)")
+    d.add_argument("--tree-depth", type=int, default=5, help="deepest drafted position of a tree")
+    d.add_argument("--tree-width", type=int, default=1, help="a chain tree's tokens per depth (the chain's + runner-ups)")
     d.add_argument("--temperature", type=float, default=None,
                    help="0 = greedy; default 0 for greedy/beam/speculative, 1 for sample")
     d.add_argument("--top-k", type=int, default=0)
@@ -45,6 +52,10 @@ def _check(a) -> None:
         raise SpecVizError(f"--num-beams must be between 1 and 64; got {a.num_beams}.")
     if a.method == "speculative" and not 1 <= a.k <= 64:
         raise SpecVizError(f"--k must be between 1 and 64; got {a.k}.")
+    if a.method == "speculative" and a.tree != "none" and not (1 <= a.tree_budget <= 256 and 1 <= a.tree_depth <= 32
+                                                                and 1 <= a.tree_width <= 16):
+        raise SpecVizError("--tree-budget must be 1..256, --tree-depth 1..32 and --tree-width 1..16; "
+                           f"got {a.tree_budget}, {a.tree_depth}, {a.tree_width}.")
     if not 1 <= a.num_samples <= 10_000:
         raise SpecVizError(f"--num-samples must be between 1 and 10000; got {a.num_samples}.")
 
@@ -59,6 +70,7 @@ def decode(a) -> dict:
     from .sampling import SamplingConfig
     from .speculative import speculative_steps
     from .step import run_steps
+    from .tree import tree_speculative_steps
 
     _check(a)
     temperature = a.temperature if a.temperature is not None else (1.0 if a.method == "sample" else 0.0)
@@ -79,12 +91,19 @@ def decode(a) -> dict:
         if a.method == "beam":
             return run_steps(beam_steps(model, tok, ids, a.num_beams, a.max_new_tokens, a.length_penalty))[1]
         kind = a.drafter or next(iter(drafter_choices(models).values()))  # the best these models have
-        drafter = make_drafter(kind, models, early_exit_layers=a.early_exit_layers)
+        drafter = make_drafter("eagle2" if a.tree == "eagle2" else kind, models, early_exit_layers=a.early_exit_layers)
+        if a.tree != "none":
+            return run_steps(tree_speculative_steps(model, drafter, tok, ids, a.max_new_tokens, a.tree_budget,
+                                                    a.tree_depth, a.tree_width, c))[1]
         return run_steps(speculative_steps(model, drafter, tok, ids, a.max_new_tokens, a.k, c, a.dynamic_k))[1]
 
     results = [one(a.seed + i) for i in range(a.num_samples)]
     out = results[0].as_dict()
     out["prompt_tokens"] = len(ids)
+    passes = results[0].counters.target_passes
+    out["tokens_per_target_pass"] = len(results[0].token_ids) / passes if passes else 0.0
+    if a.method == "speculative" and a.tree != "none":
+        out.update(tree=a.tree, tree_budget=a.tree_budget, tree_depth=a.tree_depth, tree_width=a.tree_width)
     if a.num_samples > 1:
         out["samples"] = [r.token_ids for r in results]
     return out

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .drafters import FeatureDrafter, ModelDrafter, NgramDrafter
+from .drafters import Eagle2Drafter, FeatureDrafter, ModelDrafter, NgramDrafter
 from .errors import SpecVizError
 from .plain import plain_steps
 from .measure import forward_ms, timed_rounds
@@ -32,6 +32,7 @@ from .sampling import SamplingConfig
 from .speculative import speculative_steps
 from .step import run_steps
 from .theory import expected_tokens, walltime_improvement
+from .tree import tree_speculative_steps
 
 
 PROMPTS = pathlib.Path(__file__).with_name("bench_prompts.json")
@@ -52,6 +53,9 @@ class Config:
     sampling: bool = False  # T = 1 instead of greedy
     hf: str | None = None  # transformers' peer of a drafter: "assisted" | "prompt-lookup"
     unpacked: bool = False  # the same models with plain nn.Linear layers
+    tree: str | None = None  # "eagle2": a dynamic token tree verified in one pass (specviz/tree.py)
+    tree_budget: int = 16  # nodes per tree
+    tree_depth: int = 5  # deepest drafted position
 
     @property
     def greedy_speculative(self) -> bool:
@@ -65,7 +69,8 @@ class Config:
         return f"{hf} K={self.k}" if hf and self.k and self.greedy_speculative and not self.unpacked else None
 
 
-def configs(models, ks, dynamic_k: bool, hf_peers: bool, sampling: bool, unpacked: bool) -> list[Config]:
+def configs(models, ks, dynamic_k: bool, hf_peers: bool, sampling: bool, unpacked: bool,
+            trees: bool = True) -> list[Config]:
     drafters = ["ngram"] + (["token"] if models.draft is not None else []) + \
         (["feature"] if models.feature_draft is not None else [])  # transformers cannot run the feature draft
     out = [Config("hf greedy", "hf"), Config("ours greedy", "plain")]
@@ -77,6 +82,8 @@ def configs(models, ks, dynamic_k: bool, hf_peers: bool, sampling: bool, unpacke
                 out.append(Config(f"hf {hf} K={k}", "hf", d, k, hf=hf))
         if dynamic_k:
             out.append(Config(f"spec {d} dynamic", "speculative", d, None, dynamic_k=True))
+        if trees and d == "feature":  # the EAGLE-2 tree from the same feature draft (greedy: token identity checked)
+            out.append(Config("spec eagle2 N=16 D=5", "speculative", d, None, tree="eagle2"))
     if unpacked:  # what packing buys: the same model with plain nn.Linear layers
         out.append(Config("unpacked greedy", "plain", unpacked=True))
         if models.draft is not None:
@@ -106,6 +113,9 @@ def runner(cfg: Config, models):
         return hf
     if cfg.method == "plain":
         return lambda ids, n: counted(plain_steps(target, tok, ids, n, sampling))
+    if cfg.tree == "eagle2":
+        return lambda ids, n: counted(tree_speculative_steps(target, Eagle2Drafter(models.feature_draft), tok, ids, n,
+                                                             cfg.tree_budget, cfg.tree_depth, cfg=sampling))
     make = {"ngram": NgramDrafter, "token": lambda: ModelDrafter(models.draft),
             "feature": lambda: FeatureDrafter(models.feature_draft)}[cfg.drafter]
     k = cfg.k or 4  # dynamic K starts at 4
