@@ -8,23 +8,23 @@ from __future__ import annotations
 import torch
 
 from ..sampling import SamplingConfig, distribution, warpers
-from ..step import Stepper
 from ..verify import verify
+from .model import ModelDrafter
 from .ngram import NgramDrafter
 
 
-class StagedDrafter:
-    reads_target_states = False
-    read_layers: tuple[int, ...] = ()
-    proposes_tree = False
+class StagedDrafter(ModelDrafter):
+    """A ModelDrafter whose proposals are themselves speculated: its cache, rollback and pass count are the
+    token draft's."""
 
     def __init__(self, model, name: str = "staged: n-gram → token draft", inner_k: int = 4):
-        self.model, self.name, self.inner_k = model, name, inner_k
+        super().__init__(model, name)
+        self.inner_k = inner_k
         self.lookup = NgramDrafter()
         self.reset()
 
     def reset(self) -> None:
-        self.stepper = Stepper(self.model)
+        super().reset()
         self.inner_proposed = self.inner_accepted = 0  # the first stage's record, for the page and bench
 
     def propose(self, ids: list[int], k: int, cfg: SamplingConfig, gen: torch.Generator):
@@ -43,17 +43,3 @@ class StagedDrafter:
             ctx += new
             self.stepper.crop(len(ctx) - 1)  # drop the draft's cache entries of rejected guesses
         return out[:k], torch.stack(qs[:k])
-
-    def observe(self, states: torch.Tensor, start: int) -> None:
-        pass
-
-    def rollback(self, n: int) -> None:
-        self.stepper.crop(n)
-
-    @property
-    def cached(self) -> int:
-        return self.stepper.cached
-
-    @property
-    def passes(self) -> int:
-        return self.stepper.passes
