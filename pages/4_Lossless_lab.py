@@ -5,9 +5,10 @@ import streamlit as st
 from ui.common import encode, get_models, sidebar
 
 from specviz.drafters import make_drafter
+from specviz.figures import md_escape
 from specviz.figures import lossless as F
 from specviz.lossless import output_distribution, simulate
-from specviz.measure import chi_square, first_tokens
+from specviz.measure import first_positions, per_position_tests
 from specviz.sampling import SamplingConfig
 from specviz.verify import residual
 
@@ -27,7 +28,13 @@ try:
     import torch
     p = torch.tensor(table["p"].fillna(0).astype(float).tolist(), dtype=torch.float64)
     q = torch.tensor(table["q"].fillna(0).astype(float).tolist(), dtype=torch.float64)
+    sums = float(p.sum()), float(q.sum())
     p, q = p / p.sum(), q / q.sum()
+    if abs(sums[0] - 1) > 1e-6 or abs(sums[1] - 1) > 1e-6:
+        st.info(f"The table's p sums to {sums[0]:.3f} and q to {sums[1]:.3f}: each is **divided by its total** "
+                "before use, so the chart draws the renormalised values (" + ", ".join(
+                    f"{md_escape(str(t))}: p {float(pp):.3f}, q {float(qq):.3f}"
+                    for t, pp, qq in zip(table["token"], p, q)) + ").")
     exact = output_distribution(p, q)
     counts = simulate(p, q, N, seed=0)
     names = [str(t) for t in table["token"]]
@@ -58,23 +65,35 @@ except Exception as e:  # a table with no positive weight, text in a number colu
 
 st.subheader("Real-model mode")
 models = get_models(settings)
-r1, r2, r3 = st.columns(3)
+r1, r2, r3, r4 = st.columns(4)
 n = r1.select_slider("Samples of each kind", [50, 100, 200, 400], value=100, key="ll_real_n")
 temperature = r2.slider("Temperature", 0.3, 2.0, 1.0, 0.1, key="ll_temp")
 top_k = r3.slider("Top-k (0 = off)", 0, 50, 10, key="ll_topk")
-if st.button("Sample the first token both ways", key="ll_run", type="primary"):
-    ids = encode(models, settings, 2)
+positions = r4.slider("Positions tested", 1, 4, 3, key="ll_pos",
+                      help="Each of the first few output positions is tested on its own: a rule that goes wrong only "
+                           "after a rejection or a bonus token shows from the second position on.")
+if st.button("Sample the first tokens both ways", key="ll_run", type="primary"):
+    ids = encode(models, settings, positions + 1)
     cfg = SamplingConfig(temperature, top_k, 1.0, 0)
-    kind = "model" if models.draft is not None else "early-exit"
+    kind = "token" if models.draft is not None else "early-exit"
     bar = st.progress(0.0, text="sampling…")
-    spec, plain = first_tokens(models.target, lambda: make_drafter(kind, models, early_exit_layers=4), models.tokenizer,
-                               ids, n, cfg, progress=lambda f, m: bar.progress(min(f, 1.0), text=m))
-    st.session_state["ll_real"] = (spec, plain, chi_square(spec, plain))
+    spec, plain = first_positions(models.target, lambda: make_drafter(kind, models, early_exit_layers=4),
+                                  models.tokenizer, ids, n, cfg, positions,
+                                  progress=lambda f, m: bar.progress(min(f, 1.0), text=m))
+    st.session_state["ll_real"] = (positions, per_position_tests(spec, plain, positions))
 if "ll_real" in st.session_state:
-    spec, plain, test = st.session_state["ll_real"]
-    cats = test["categories"]
-    names = [models.tokenizer.decode([t]) for t in cats] + (["other"] if len(test["table"][0]) > len(cats) else [])
-    st.plotly_chart(F.counts(names, test["table"][0], test["table"][1]), key="ll_counts")
-    st.markdown(f"Chi-square = **{test['statistic']:.2f}** on {test['dof']} degrees of freedom, p-value = "
-                f"**{test['pvalue']:.3f}**. A p-value that is not tiny means no detectable difference between the two "
-                "samplers — as the proof says there is none.")
+    shown, tests = st.session_state["ll_real"]
+    tabs = st.tabs([f"Token {t['position'] + 1}" for t in tests])
+    for tab, test in zip(tabs, tests):
+        cats = test["categories"]
+        names = [models.tokenizer.decode([t]) for t in cats] + (["other"] if len(test["table"][0]) > len(cats) else [])
+        tab.plotly_chart(F.counts(names, test["table"][0], test["table"][1], test["expected"][0],
+                                  f"Token {test['position'] + 1}: speculative vs plain sampling (tokens seen < 10 "
+                                  "times pooled as 'other')"), key=f"ll_counts_{test['position']}")
+        tab.markdown(f"Chi-square = **{test['statistic']:.2f}** on {test['dof']} degrees of freedom, p-value = "
+                     f"**{test['pvalue']:.3f}**.")
+    low = min(t["pvalue"] for t in tests)
+    st.markdown(f"Smallest p-value over the {len(tests)} positions: **{low:.3f}** (with {len(tests)} tests, compare "
+                f"it with 0.05 / {len(tests)} = {0.05 / len(tests):.3f}). A p-value that is not tiny means no "
+                "detectable difference between the two samplers — as the proof says there is none. The black "
+                "marks are the counts each sampler would have if they were the same sampler.")

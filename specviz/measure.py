@@ -162,6 +162,41 @@ def first_tokens(target, drafter_factory, tokenizer, ids, n: int, cfg: SamplingC
     return spec, plain
 
 
+def first_positions(target, drafter_factory, tokenizer, ids, n: int, cfg: SamplingConfig, positions: int = 3,
+                    k: int = 2, progress=lambda f, m: None) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]]]:
+    """n samples of the first `positions` tokens from speculative sampling and n from plain sampling
+    (independent seeds). Position j's tokens from the two lists can be tested against each other: the marginal
+    of every position must match, not only the first token's (a rule wrong after a rejection or a bonus
+    token would show up from the second position on)."""
+    spec, plain = [], []
+    for i in range(n):
+        c = SamplingConfig(cfg.temperature, cfg.top_k, cfg.top_p, cfg.seed + i)
+        out = run_steps(speculative_steps(target, drafter_factory(), tokenizer, ids, positions, k, c))[1].token_ids
+        spec.append(tuple(out[:positions]))
+        c2 = SamplingConfig(cfg.temperature, cfg.top_k, cfg.top_p, cfg.seed + 1_000_000 + i)
+        plain.append(tuple(run_steps(plain_steps(target, tokenizer, ids, positions, c2))[1].token_ids[:positions]))
+        if i % 10 == 0:
+            progress(i / n, f"{i}/{n} samples")
+    progress(1.0, "done")
+    return spec, plain
+
+
+def per_position_tests(spec: list[tuple[int, ...]], plain: list[tuple[int, ...]], positions: int) -> list[dict]:
+    """chi_square of the two samplers' tokens at each position (samples that ended earlier are left out there),
+    each with the expected counts under "both samplers are the same" (the pooled count split by sample size)."""
+    tests = []
+    for j in range(positions):
+        a = [s[j] for s in spec if len(s) > j]
+        b = [s[j] for s in plain if len(s) > j]
+        t = chi_square(a, b)
+        na, nb = sum(t["table"][0]), sum(t["table"][1])
+        t["expected"] = [[(x + y) * na / (na + nb) for x, y in zip(*t["table"])],
+                         [(x + y) * nb / (na + nb) for x, y in zip(*t["table"])]] if na + nb else [[], []]
+        t["position"] = j
+        tests.append(t)
+    return tests
+
+
 def chi_square(a: list[int], b: list[int], min_count: int = 10) -> dict:
     """Chi-square test of homogeneity between two samples of token ids; rare tokens pooled as 'other'."""
     from scipy.stats import chi2_contingency

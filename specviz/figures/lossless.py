@@ -34,10 +34,18 @@ def mistake(names, p, wrong, title) -> go.Figure:
     return fig
 
 
-def counts(names, spec_counts, plain_counts) -> go.Figure:
+def counts(names, spec_counts, plain_counts, expected=None, title: str = "First token: speculative vs plain sampling") -> go.Figure:
+    """Observed counts of each sampler; expected: the count each would have if both were the same sampler."""
     names = [label(n) for n in names]
-    fig = go.Figure([go.Bar(x=names, y=list(plain_counts), name="plain sampling", marker_color=P_COLOR),
-                     go.Bar(x=names, y=list(spec_counts), name="speculative sampling", marker_color=RESAMPLED)])
-    fig.update_layout(barmode="group", height=320, margin=dict(l=10, r=10, t=40, b=10),
-                      title=dict(text="First token: speculative vs plain sampling", x=0, font=dict(size=14)))
+    fig = go.Figure([go.Bar(x=names, y=list(plain_counts), name="plain sampling", marker_color=P_COLOR,
+                            text=list(plain_counts), textposition="outside", cliponaxis=False),
+                     go.Bar(x=names, y=list(spec_counts), name="speculative sampling", marker_color=RESAMPLED,
+                            text=list(spec_counts), textposition="outside", cliponaxis=False)])
+    if expected is not None:
+        fig.add_trace(go.Scatter(x=names, y=list(expected), mode="markers", name="expected count (same sampler)",
+                                 marker=dict(symbol="line-ew-open", size=36, color="black", line=dict(width=3)),
+                                 hovertemplate="%{x}: expected %{y:.1f}<extra></extra>"))
+    fig.update_layout(barmode="group", height=340, margin=dict(l=10, r=10, t=40, b=10),
+                      legend=dict(orientation="h", y=-0.15),
+                      title=dict(text=title, x=0, font=dict(size=14)))
     return fig

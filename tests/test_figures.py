@@ -1,0 +1,80 @@
+"""Figure builders and page helpers on synthetic trace events: no model needed."""
+from specviz.compare import length_penalty_note
+from specviz.figures import spec_cycle as F
+from specviz.figures.beam_tree import distinct_labels, final_ranking, readable
+from specviz.measure import per_position_tests
+from specviz.trace import CacheState, Cycle, DraftToken, Hypothesis, TokenProb, Verdict
+
+
+def cycle(k=16, mode="greedy", origin="correction", new_p=0.3):
+    drafts = tuple(DraftToken(i, 100 + i, f"t{i}", 0.5, (TokenProb(100 + i, f"t{i}", 0.5), TokenProb(0, "<|endoftext|>", 0.0)))
+                   for i in range(k))
+    verdicts = (Verdict(0, 100, "t0", 0.09, 0.10, 0.9, 0.95 if mode == "sampling" else None, False,
+                        (TokenProb(7, "x", 0.6), TokenProb(100, "t0", 0.09)), (TokenProb(100, "t0", 0.10),)),)
+    return Cycle(cycle=0, context_len=30, k=k, drafts=drafts, verify_positions=k + 1, verdicts=verdicts, accepted=0,
+                 new_token=7, new_text="x", new_origin=origin, residual_top=(TokenProb(7, "x", 0.7), TokenProb(8, "<b>", 0.3)),
+                 residual_fallback=False, target_cache=CacheState(30 + k, 30), draft_cache=CacheState(29 + k, 30),
+                 emitted=(7,), origins=(origin,), verify_mode=mode, draft_passes=k,
+                 target_top=tuple(TokenProb(7, "x", 0.6) for _ in range(k + 1)), p_draft=tuple(0.09 for _ in range(k)),
+                 new_p=new_p)
+
+
+def test_k16_drafts_wrap_and_show_only_tokens_with_mass():
+    fig = F.draft_proposals(cycle()).to_dict()
+    assert len(fig["data"]) == 16
+    assert len({round(a["y"], 3) for a in fig["layout"]["annotations"]}) == 2  # two rows of 8 titles, not one line
+    assert all("<|endoftext|>" not in x for d in fig["data"] for x in d["x"])  # zero-probability tokens dropped
+    assert all(d["text"] for d in fig["data"])
+
+
+def test_verify_pass_shows_top_choice_and_p_draft():
+    fig = F.verify_pass(cycle(k=4)).to_dict()
+    top = next(d for d in fig["data"] if d["name"].startswith("target's top choice"))
+    pd = next(d for d in fig["data"] if d["name"] == "p(draft token)")
+    assert len(top["x"]) == 5 and len(pd["x"]) == 4 and pd["y"][0] == 0.09
+
+
+def test_greedy_verdicts_have_no_accept_row_and_fit_the_axis():
+    fig = F.verdicts(cycle(k=4)).to_dict()
+    assert not any(d["name"] in ("u", "min(1, p/q)") for d in fig["data"])
+    assert fig["layout"]["yaxis"]["range"][1] < 1  # p = 0.6 at most: the axis fits, not 0-1
+    assert F.resolution(cycle(k=4)) is None and F.resolution_text(cycle(k=4)).startswith("**4 ·")
+    fig = F.verdicts(cycle(k=4, mode="sampling")).to_dict()
+    assert any(d["name"] == "u" for d in fig["data"])
+
+
+def test_rare_residual_draw_is_explained_and_escaped():
+    c = cycle(k=4, mode="sampling", origin="resampled", new_p=0.0004)
+    note = F.rare_draw_note(c)
+    assert note and "0.0004" in note and "exactly" in note
+    assert F.rare_draw_note(cycle(k=4, mode="sampling", origin="resampled", new_p=0.3)) is None
+    fig = F.resolution(c).to_dict()
+    assert "&lt;b&gt;" in " ".join(fig["data"][0]["x"])  # token text escaped
+
+
+def test_cache_strip_has_rows_and_token_text():
+    fig = F.cache_strip(cycle(k=4), ["a", "b", "c"]).to_dict()
+    hm = fig["data"][0]
+    assert hm["type"] == "heatmap" and list(hm["y"]) == ["draft", "target"]
+    assert "t0" in hm["text"][1] and "c" in hm["text"][1]
+
+
+def test_final_ranking_shows_where_hypotheses_differ():
+    base = "Beam search is a non-deterministic search algorithm used in computer science to find the"
+    texts = [base + " shortest", base + " best", "Something else entirely<|im_end|>"]
+    labels = distinct_labels([readable(t) for t in texts])
+    assert len(set(labels)) == 3 and labels[0].endswith("shortest") and "<|im_end|>" not in labels[2]
+    hyps = [Hypothesis((1,) * 12, t, -6.0, -0.5) for t in texts]
+    fig = final_ranking(hyps).to_dict()
+    assert "&lt;|im_end|&gt;" not in " ".join(fig["data"][0]["y"])
+    assert length_penalty_note(hyps, 1.0) and "same length" in length_penalty_note(hyps, 1.0)
+    assert length_penalty_note(hyps[:2] + [Hypothesis((1,) * 8, "x", -4.0, -0.5)], 1.0) is None
+
+
+def test_per_position_chi_square_with_expected_counts():
+    spec = [(1, 2, 3)] * 30 + [(4, 5, 6)] * 30
+    plain = [(1, 2, 3)] * 28 + [(4, 5, 6)] * 32
+    tests = per_position_tests(spec, plain, 3)
+    assert [t["position"] for t in tests] == [0, 1, 2]
+    assert all(t["pvalue"] > 0.05 for t in tests)
+    assert abs(sum(tests[0]["expected"][0]) - 60) < 1e-9
