@@ -44,10 +44,11 @@ temperature = slider(c5, "Temperature", "sp_temp", 0.05, 2.0, 1.0, "temperature"
                      help="Greedy match uses temperature 0; rejection sampling needs a temperature above 0.")
 top_p = slider(c6, "Top-p", "sp_top_p", 0.05, 1.0, 1.0, "top_p", step=0.05, disabled=not sampling)
 seed = c7.number_input("Seed", 0, 2**31 - 1, key="sp_seed", disabled=not sampling)
-dynamic = c8.toggle("Dynamic K (+2 after all accepted, −1 after a rejection)", key="sp_dynamic")
+dynamic = c8.toggle("Dynamic K", key="sp_dynamic",
+                    help="K grows by 2 after a cycle with every draft accepted and shrinks by 1 after a rejection.")
 ee_layers = 4
 if drafter_name.startswith("early exit"):
-    ee_layers = slider(st, "Early-exit layers L", "sp_ee", 1, models.target.config.num_hidden_layers - 1, 4, "ee")
+    ee_layers = slider(st.columns(4)[0], "Early-exit layers L", "sp_ee", 1, models.target.config.num_hidden_layers - 1, 4, "ee")
 
 ids = encode(models, settings, max_new)
 cfg = SamplingConfig(temperature if sampling else 0.0, 0, top_p if sampling else 1.0, int(seed) if sampling else 0)
