@@ -70,8 +70,9 @@ def test_choosing_a_custom_prompt_shows_your_own_prompt():
     at.text_area(key="w_prompt").input("Name three colours.").run()
     assert at.selectbox(key="w_choice").value == "Your own prompt"
     assert at.session_state["s_prompt"] == "Name three colours."
-    # (the sidebar after a page switch is checked in the browser, tests/test_browser.py: AppTest sends widgets
-    # created without value= back as their defaults when it switches pages, which a browser never does)
+    at.switch_page(SPEC).run()  # the sidebar's widgets are new widgets on each page: they must keep the text
+    assert at.text_area(key="w_prompt").value == "Name three colours."
+    assert at.selectbox(key="w_choice").value == "Your own prompt"
 
 
 def test_figures_are_built_once_for_the_same_events():

@@ -67,10 +67,11 @@ def keep(key: str) -> None:
 
 
 def _widget(key: str, canonical: str) -> None:
-    """Sidebar widgets mirror a canonical key (s_*), which code and tests may set: put its value in the
-    widget's key before the widget is drawn (never value=, see keep)."""
-    if st.session_state.get(key, object()) != st.session_state[canonical]:
-        st.session_state[key] = st.session_state[canonical]
+    """Sidebar widgets mirror a canonical key (s_*), which code, tests and links may set: put its value in
+    the widget's key before the widget is drawn, on every run (never value=, see keep). Every run, because
+    the sidebar's widgets are new widgets on each page (Streamlit's widget ids include the page), so on a
+    page switch the key still holds the old page's value while the new widget would start from its default."""
+    st.session_state[key] = st.session_state[canonical]
 
 
 def _copy(src: str, dst: str):
@@ -362,11 +363,16 @@ def _sync_url(name: str, replay) -> str:
     return urllib.parse.urlunsplit((base.scheme, base.netloc, "/" + page, urllib.parse.urlencode(params), ""))
 
 
-def _trace_json(name: str, replay) -> str:
+def _trace_json(name: str, replay):
+    """What the "Trace JSON" button downloads, made only when clicked (Streamlit calls it then, outside the
+    script run: so everything read from the session is read now)."""
     page, params = _url_params(name, replay)
-    return json.dumps({"page": page, "settings": params, "shown_events": replay.event + 1,
-                       "finished": replay.at_end,
-                       "events": [dataclasses.asdict(e) for e in replay.shown()]}, indent=1, default=str)
+    events, finished = replay.shown(), replay.at_end
+
+    def make() -> str:
+        return json.dumps({"page": page, "settings": params, "shown_events": len(events), "finished": finished,
+                           "events": [dataclasses.asdict(e) for e in events]}, indent=1, default=str)
+    return make
 
 
 def _act(name: str, action):
@@ -416,7 +422,7 @@ def controls(name: str, replay, whole_label: str | None = None) -> None:
         st.caption("Opening this link in any browser shows this screen: the same prompt, settings and step "
                    "(copy it with the icon at the right).")
         st.code(url, language=None, wrap_lines=True)
-    row.download_button("Trace JSON", data=lambda: _trace_json(name, replay), file_name=f"specviz_{name}_trace.json",
+    row.download_button("Trace JSON", data=_trace_json(name, replay), file_name=f"specviz_{name}_trace.json",
                         mime="application/json", icon=":material/download:", key=f"{name}_json", on_click="ignore",
                         help="The recorded trace events shown so far, with the settings, as JSON")
     error = st.session_state.pop(name + "_error", None)
