@@ -1,7 +1,7 @@
 """Beam search step by step, beside greedy on the same prompt."""
 import streamlit as st
 
-from ui.common import chart, controls, encode, get_models, get_replay, link, play_interval, play_speed, play_tick, sidebar, slider
+from ui.common import chart, controls, figure, encode, get_models, get_replay, link, play_interval, play_speed, play_tick, sidebar, slider
 
 from specviz.beam import beam_steps
 from specviz.compare import beam_vs_greedy, length_penalty_note
@@ -42,7 +42,7 @@ def view():
         st.info("Press **Step** to expand the beams one token at a time.")
         return
     st.markdown(f"**Step {step.step + 1}**" + (f" · stopped: {step.stopped}" if step.stopped else ""))
-    chart(beam_tree(replay.events, replay.event), key="beam_tree")
+    chart(figure(beam_tree, replay.events, replay.event), key="beam_tree")
     st.caption("Green: kept beams · star: finished · grey ×: pruned candidates (hover any node for its token, log p "
                "and cumulative log p). With many steps the chart follows the newest; drag it to see earlier ones.")
     if step.beams_after and not replay.at_end:
@@ -50,7 +50,7 @@ def view():
             for h in step.beams_after:
                 st.text(f"{h.logprob:8.3f}  {readable(h.text)}")
     if step.finished:
-        chart(final_ranking(step.finished), key="beam_rank")
+        chart(figure(final_ranking, step.finished), key="beam_rank")
         note = length_penalty_note(step.finished, penalty)
         if note:
             st.caption(note)

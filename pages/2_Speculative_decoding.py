@@ -2,7 +2,7 @@
 bonus, cache rollback."""
 import streamlit as st
 
-from ui.common import (bounded, chart, controls, encode, get_models, get_replay, keep, link, play_interval, play_speed,
+from ui.common import (bounded, chart, controls, figure, encode, get_models, get_replay, keep, link, play_interval, play_speed,
                        play_tick, sidebar, slider)
 
 from specviz.drafters import ALIASES, LABELS, drafter_choices, make_drafter
@@ -84,14 +84,14 @@ def view():
                                 if kind == "ngram" else "K = 0: too close to the token limit to draft"))
     st.markdown(f"**Cycle {cycle.cycle + 1}** · {drafted} · stage: *{stage}*" + (" · done" if replay.at_end else ""))
     if cycle.k:
-        chart(F.draft_proposals(cycle, shown=upto.count("draft")), key="draft_fig")
+        chart(figure(F.draft_proposals, cycle, shown=upto.count("draft")), key="draft_fig")
     else:
         st.caption("The drafter proposed nothing this cycle: the target decodes one token alone, as plain "
                    "decoding would (still one target pass).")
     if "verify" in upto:
-        chart(F.verify_pass(cycle), key="verify_fig")
+        chart(figure(F.verify_pass, cycle), key="verify_fig")
     if "decide" in upto:
-        chart(F.verdicts(cycle), key="verdict_fig")
+        chart(figure(F.verdicts, cycle), key="verdict_fig")
     if "resolve" in upto:
         fig = F.resolution(cycle)
         if fig is not None:
