@@ -173,6 +173,8 @@ def test_settings_and_run_survive_page_switches(server, browser):
     from playwright.sync_api import expect
 
     page = open_page(browser, f"{server}/Speculative_decoding")
+    # a prompt with a long answer, so that cycle 3 exists (the default prompt's answer is a few tokens)
+    pick(page, "Curated prompts", "Explain beam search (chat)")
     pick(page, "Drafter", "n-gram lookup")
     page.get_by_text("rejection sampling", exact=True).click()
     settle(page)
@@ -204,6 +206,8 @@ def test_copied_link_reopens_the_same_screen_in_a_fresh_browser(server, browser)
     from playwright.sync_api import expect
 
     page = open_page(browser, f"{server}/Speculative_decoding")
+    # a prompt with a long answer, so that cycle 3 exists (the default prompt's answer is a few tokens)
+    pick(page, "Curated prompts", "Explain beam search (chat)")
     pick(page, "Drafter", "n-gram lookup")
     page.get_by_text("rejection sampling", exact=True).click()
     settle(page)
