@@ -9,6 +9,9 @@ happened.
 from __future__ import annotations
 
 from collections.abc import Generator
+from dataclasses import dataclass
+
+import torch
 
 from .drafters import Drafter
 from .errors import SpecVizError
@@ -23,12 +26,9 @@ def speculative_steps(target, drafter: Drafter, tokenizer, prompt_ids: list[int]
                       top_n: int = 5) -> Generator[Cycle, None, Result]:
     if k < 1:
         raise SpecVizError(f"K (draft length) must be at least 1; got {k}.")
-    cfg.validate()
-    gen, procs, stop = new_generator(cfg.seed), warpers(cfg), eos_ids(target, tokenizer)
-    tstep = Stepper(target, read_layers=drafter.read_layers if drafter.reads_target_states else ())
-    drafter.reset()
-    ids, new, counters = list(prompt_ids), [], Counters()
-    prefill = prefill_states(tstep, drafter, ids)
+    run = Run.start(target, drafter, tokenizer, prompt_ids, cfg)
+    gen, procs, stop, tstep, counters, prefill = run.gen, run.procs, run.stop, run.tstep, run.counters, run.prefill
+    ids, new = list(prompt_ids), []
     cycle = 0
     while len(new) < max_new_tokens:
         # Never draft past max_new_tokens: the cycle always adds one target token after the drafts.
@@ -51,11 +51,7 @@ def speculative_steps(target, drafter: Drafter, tokenizer, prompt_ids: list[int]
         # Roll both caches back to the accepted prefix; the last new token is fed on the next cycle.
         keep = len(ids) - 1
         tstep.crop(keep)
-        draft_cache = None
-        if drafter.cached is not None:
-            draft_filled = drafter.cached
-            drafter.rollback(keep)
-            draft_cache = CacheState(draft_filled, drafter.cached)
+        draft_cache = rollback_draft(drafter, keep)
 
         event = cycle_event(tokenizer, top_n, cycle=cycle, context_len=len(ids) - len(emitted), drafts=drafts, q=q, p=p,
                             v=v, emitted=emitted, greedy=cfg.greedy, draft_passes=draft_passes,
@@ -70,6 +66,34 @@ def speculative_steps(target, drafter: Drafter, tokenizer, prompt_ids: list[int]
             k = min(k + 2, k_max) if v.accepted == len(drafts) > 0 else max(1, k - 1)
 
     return Result("speculative", list(prompt_ids), new, tokenizer.decode(new, skip_special_tokens=True), counters)
+
+
+@dataclass
+class Run:
+    """What every speculative loop (chain here, tree in tree.py) sets up before its first cycle."""
+    gen: torch.Generator
+    procs: object  # the logits warpers
+    stop: set[int]
+    tstep: Stepper
+    counters: Counters
+    prefill: int
+
+    @classmethod
+    def start(cls, target, drafter: Drafter, tokenizer, prompt_ids: list[int], cfg: SamplingConfig) -> "Run":
+        cfg.validate()
+        tstep = Stepper(target, read_layers=drafter.read_layers if drafter.reads_target_states else ())
+        drafter.reset()
+        return cls(new_generator(cfg.seed), warpers(cfg), eos_ids(target, tokenizer), tstep, Counters(),
+                   prefill_states(tstep, drafter, list(prompt_ids)))
+
+
+def rollback_draft(drafter: Drafter, keep: int) -> CacheState | None:
+    """Roll the drafter back to the first `keep` tokens; its cache lengths before and after (None without one)."""
+    if drafter.cached is None:
+        return None
+    filled = drafter.cached
+    drafter.rollback(keep)
+    return CacheState(filled, drafter.cached)
 
 
 def prefill_states(tstep: Stepper, drafter: Drafter, ids: list[int]) -> int:

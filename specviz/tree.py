@@ -19,10 +19,10 @@ import torch
 
 from .drafters import Drafter
 from .errors import SpecVizError
-from .sampling import SamplingConfig, distribution, new_generator, warpers
-from .speculative import prefill_states
-from .step import Stepper, eos_ids, token_text, top_probs
-from .trace import CacheState, Counters, DepthVerdict, Result, TreeCycle, TreeNode
+from .sampling import SamplingConfig, distribution
+from .speculative import Run, rollback_draft
+from .step import Stepper, token_text, top_probs
+from .trace import CacheState, DepthVerdict, Result, TreeCycle, TreeNode
 from .verify import TokenTree, TreeVerification, one_hot, verify_tree
 
 
@@ -95,12 +95,9 @@ def tree_speculative_steps(target, drafter: Drafter, tokenizer, prompt_ids: list
     the deepest drafted position (a chain drafter's K); width: runner-ups per depth for a chain drafter."""
     if depth < 1 or budget < 1:
         raise SpecVizError(f"Tree depth and budget must be at least 1; got depth {depth}, budget {budget}.")
-    cfg.validate()
-    gen, procs, stop = new_generator(cfg.seed), warpers(cfg), eos_ids(target, tokenizer)
-    tstep = Stepper(target, read_layers=drafter.read_layers if drafter.reads_target_states else ())
-    drafter.reset()
-    ids, new, counters = list(prompt_ids), [], Counters()
-    prefill = prefill_states(tstep, drafter, ids)
+    run = Run.start(target, drafter, tokenizer, prompt_ids, cfg)
+    gen, procs, stop, tstep, counters, prefill = run.gen, run.procs, run.stop, run.tstep, run.counters, run.prefill
+    ids, new = list(prompt_ids), []
     cycle = 0
     while len(new) < max_new_tokens:
         room = max(0, min(depth, max_new_tokens - len(new) - 1))  # a path never drafts past max_new_tokens
@@ -120,11 +117,7 @@ def tree_speculative_steps(target, drafter: Drafter, tokenizer, prompt_ids: list
         emitted = [tree.tokens[i] for i in v.path] + ([v.token] if v.token is not None else [])
         ids += emitted
         new += emitted
-        draft_cache = None
-        if drafter.cached is not None:
-            draft_filled = drafter.cached
-            drafter.rollback(len(ids) - 1)
-            draft_cache = CacheState(draft_filled, drafter.cached)
+        draft_cache = rollback_draft(drafter, len(ids) - 1)
 
         event = tree_event(tokenizer, top_n, cycle=cycle, context_len=context_len, drafter=drafter.name, tree=tree,
                            p=p, v=v, emitted=emitted, greedy=cfg.greedy, draft_passes=draft_passes,
