@@ -25,11 +25,9 @@ from specviz.models import pick_device  # noqa: E402
 from specviz.prompting import context_size, encode_prompt  # noqa: E402
 from ui.registry import leave_pages_folder_mode  # noqa: E402
 
-# the first is the default: a prompt on which the drafts are accepted from the first cycles and the beam
-# hypotheses differ in length (so the length penalty visibly reorders them)
-CURATED = {
-    "What is 2+2? (beam beats greedy)": "What is 2+2?",
+CURATED = {  # the first is the default
     "Explain beam search (chat)": "Explain beam search in two sentences.",
+    "What is 2+2? (beam beats greedy)": "What is 2+2?",
     "Refactor this code (n-gram shines)": (
         "Add type hints to this function and return the whole function:\n\n"
         "def average(values):\n    total = 0\n    for value in values:\n        total = total + value\n"
