@@ -215,7 +215,16 @@ def test_copied_link_reopens_the_same_screen_in_a_fresh_browser(server, browser)
         click(page, "Next cycle ⏩")
     for _ in range(2):
         click(page, "Step ▶")
-    here, tokens = stage_line(page), chips(page)
+    # a Step reruns only the fragment, which may not have drawn yet when the script state reads notRunning:
+    # read the screen's position once it has stopped changing
+    here = stage_line(page)
+    for _ in range(20):
+        page.wait_for_timeout(500)
+        settle(page)
+        if stage_line(page) == here:
+            break
+        here = stage_line(page)
+    tokens = chips(page)
     page.get_by_role("button", name="Copy link").click()
     link = page.locator("[data-testid=stPopoverBody] code").first.inner_text().replace("\n", "")
     assert "step=3.2" in link and "drafter=ngram" in link and "mode=sampling" in link, link
