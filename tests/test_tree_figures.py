@@ -2,7 +2,8 @@
 accepted path's edges drawn thick; the mask heatmap's rows carry the position ids."""
 import pytest
 
-from specviz.figures.tree import mask_figure, tree_figure
+from specviz.figures.tree import (break_even_figure, chain_vs_tree_figure, fit_figure, mask_figure, tree_figure,
+                                  verify_cost_figure)
 from specviz.trace import CacheState, DepthVerdict, TreeCycle, TreeNode
 
 pytestmark = pytest.mark.fast
@@ -34,3 +35,52 @@ def test_mask_figure_rows_carry_position_ids():
     hm = fig.data[0]
     assert list(hm.y) == ["0:a (pos 10)", "1:b (pos 10)", "2:c (pos 11)", "3:d (pos 11)"]
     assert [list(r) for r in hm.z] == [[1, 1, 1, 0, 0, 0], [1, 1, 0, 1, 0, 0], [1, 1, 1, 0, 1, 0], [1, 1, 1, 0, 0, 1]]
+
+
+def test_hovering_a_node_shows_its_ancestors_p_q_and_verdict():
+    fig = tree_figure(cycle(), root_text="ctx")
+    hover = {t.name: list(t.hovertext) for t in fig.data if t.mode == "markers+text" and t.hovertext}
+    d = hover["accepted"][1]
+    assert "path: ctx → a → d" in d and "p 0.400, q 0.500" in d and "<b>accepted</b>" in d
+    b = hover["rejected"][0]
+    assert "path: ctx → b" in b and "<b>rejected</b>" in b and "position id 10" in b
+
+
+def test_mask_columns_carry_position_ids_under_the_heatmap():
+    fig = mask_figure(cycle(), context_tail=2)
+    assert list(fig.data[0].x) == ["ctx<br>pos 8", "ctx<br>pos 9", "0:a<br>pos 10", "1:b<br>pos 10",
+                                   "2:c<br>pos 11", "3:d<br>pos 11"]
+
+
+CURVE = {1: {"median": 20.0, "lo": 19.0, "hi": 22.0}, 2: {"median": 21.0, "lo": 20.0, "hi": 25.0},
+         4: {"median": 24.0, "lo": 23.0, "hi": 24.0}}
+
+
+def test_verify_cost_figure_measured_with_spread_and_the_flat_line():
+    fig = verify_cost_figure(CURVE)
+    measured, flat = fig.data
+    assert list(measured.x) == [1, 2, 4] and list(measured.y) == [20.0, 21.0, 24.0]
+    assert list(measured.error_y.array) == [2.0, 4.0, 0.0] and list(measured.error_y.arrayminus) == [1.0, 1.0, 1.0]
+    assert list(flat.y) == [20.0, 20.0, 20.0]
+
+
+def test_chain_vs_tree_figure_puts_each_measure_side_by_side():
+    rows = [{"name": "chain", "tokens per verify pass": 2.0, "target passes": 10, "verify ms per token": 12.0,
+             "flat-v verify ms per token": 10.0, "seconds": 1.5, "seconds range": (1.4, 1.7)},
+            {"name": "tree", "tokens per verify pass": 3.0, "target passes": 7, "verify ms per token": 15.0,
+             "flat-v verify ms per token": 6.7, "seconds": 1.8, "seconds range": (1.8, 1.9)}]
+    fig = chain_vs_tree_figure(rows)
+    ys = [list(t.y) for t in fig.data]
+    assert ys == [[2.0, 3.0], [10, 7], [12.0, 15.0], [10.0, 6.7], [1.5, 1.8]]
+    assert list(fig.data[0].x) == ["chain", "tree"]
+    assert [round(v, 6) for v in fig.data[4].error_y.array] == [0.2, 0.1]
+
+
+def test_break_even_and_fit_figures():
+    needed = [{"budget": 4, "needed tau here": 2.5, "needed tau, flat v": 2.0},
+              {"budget": 8, "needed tau here": 3.1, "needed tau, flat v": 2.0}]
+    fig = break_even_figure(needed, [("tree N=8", 8, 2.8)])
+    assert list(fig.data[0].y) == [2.5, 3.1] and list(fig.data[1].y) == [2.0, 2.0]
+    assert list(fig.data[2].x) == [8] and list(fig.data[2].y) == [2.8]
+    fit = fit_figure(["a", "other"], [30, 70], [33.0, 67.0], "t")
+    assert list(fit.data[0].y) == [30, 70] and list(fit.data[1].y) == [33.0, 67.0]

@@ -1,8 +1,10 @@
-"""Tree speculation figures: the token tree drawn as a tree (accepted path highlighted) and the tree
-attention mask with the position ids. Pure functions: a TreeCycle (specviz/trace.py) in, a figure out."""
+"""Tree speculation figures: the token tree drawn as a tree (accepted path highlighted), the tree attention
+mask with the position ids, and chain vs tree: the measured verify cost v(n), tokens per pass and wall clock,
+what a tree needs to pay, and the tree chi-square. Pure functions: trace events or measured rows in, a figure out."""
 from __future__ import annotations
 
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from . import ACCEPTED, REJECTED, label
 
@@ -31,9 +33,28 @@ def layout_positions(cycle) -> dict[int, tuple[float, float]]:
     return pos
 
 
+def ancestry_text(cycle, node, root_text: str = "context") -> str:
+    """The root-to-node path as text: "context → a → b → node"."""
+    by_index = {n.index: n for n in cycle.nodes}
+    path = []
+    while node is not None:
+        path.append(label(node.text))
+        node = by_index.get(node.parent)
+    return " → ".join([label(root_text)] + path[::-1])
+
+
+def node_hover(cycle, n, root_text: str = "context") -> str:
+    """What hovering a node shows: its ancestors (the path it is scored on), where it sits, p, q, the verdict."""
+    ruled = f", accept prob {n.accept_prob:.3f}" if n.accept_prob is not None else ""
+    drawn = f", u {n.u:.3f}" if n.u is not None else ""
+    return (f"node {n.index}: {label(n.text)}<br>path: {ancestry_text(cycle, n, root_text)}"
+            f"<br>depth {n.depth}, position id {n.position_id}<br>p {n.p:.3f}, q {n.q:.3f}{ruled}{drawn}"
+            f"<br><b>{n.verdict}</b>")
+
+
 def tree_figure(cycle, root_text: str = "context") -> go.Figure:
     """Nodes labelled with their token; colour = verdict, opacity = the draft's confidence q; the accepted
-    path's edges thick; hovering shows depth, position id, p, q and the verdict."""
+    path's edges thick; hovering shows the node's ancestors, depth, position id, p, q and the verdict."""
     pos = layout_positions(cycle)
     on_path = set(cycle.path)
     fig = go.Figure()
@@ -51,8 +72,7 @@ def tree_figure(cycle, root_text: str = "context") -> go.Figure:
             name=verdict, text=[label(n.text) for n in nodes], textposition="middle right",
             marker=dict(size=18, color=color, opacity=[0.35 + 0.65 * min(1.0, n.q) for n in nodes],
                         line=dict(color="#333", width=1)),
-            hovertext=[f"node {n.index}: {label(n.text)}<br>depth {n.depth}, position id {n.position_id}"
-                       f"<br>q {n.q:.3f}, p {n.p:.3f}<br>{n.verdict}" for n in nodes], hoverinfo="text"))
+            hovertext=[node_hover(cycle, n, root_text) for n in nodes], hoverinfo="text"))
     fig.add_trace(go.Scatter(x=[0], y=[pos[-1][1]], mode="markers+text", text=[label(root_text)], name="root",
                              textposition="middle left", marker=dict(size=20, color="#444", symbol="square")))
     fig.update_layout(xaxis=dict(title="depth (drafted position)", dtick=1), yaxis=dict(visible=False),
@@ -63,14 +83,88 @@ def tree_figure(cycle, root_text: str = "context") -> go.Figure:
 
 def mask_figure(cycle, context_tail: int = 4) -> go.Figure:
     """The tree attention mask: rows = nodes, columns = the last context positions + the nodes; 1 where a
-    node may attend. Each row label carries the node's position id (siblings share it)."""
+    node may attend. Each row label carries the node's position id (siblings share it), and so does each
+    column, under the heatmap (a context token's position id is its index)."""
     n = len(cycle.nodes)
     ctx = min(context_tail, cycle.context_len)
-    cols = [f"ctx {cycle.context_len - ctx + j}" for j in range(ctx)] + [f"{i}:{label(m.text)}" for i, m in enumerate(cycle.nodes)]
+    cols = ([f"ctx<br>pos {cycle.context_len - ctx + j}" for j in range(ctx)]
+            + [f"{i}:{label(m.text)}<br>pos {m.position_id}" for i, m in enumerate(cycle.nodes)])
     rows = [f"{i}:{label(m.text)} (pos {m.position_id})" for i, m in enumerate(cycle.nodes)]
     z = [[1] * ctx + [int(v) for v in cycle.mask[i]] for i in range(n)]
     fig = go.Figure(go.Heatmap(z=z, x=cols, y=rows, colorscale=[[0, "#f4f4f4"], [1, "#1565c0"]], showscale=False,
                                xgap=1, ygap=1, hovertemplate="%{y} sees %{x}: %{z}<extra></extra>"))
     fig.update_layout(yaxis=dict(autorange="reversed"), height=max(240, 24 * n + 80),
                       margin=dict(l=10, r=10, t=30, b=10), title="tree attention mask (rows attend to columns)")
+    return fig
+
+
+# ---------------------------------------------------------------- chain vs tree (specviz/tree_compare.py)
+GPU_FLAT = "#7b1fa2"
+
+
+def verify_cost_figure(curve: dict) -> go.Figure:
+    """v(n): ms of one target forward over n positions, measured here (median, min-max bars), beside the flat
+    line a memory-bound GPU forward roughly follows (v(n) ≈ v(1) up to ~64 positions)."""
+    xs = sorted(curve)
+    med = [curve[x]["median"] for x in xs]
+    fig = go.Figure(go.Scatter(
+        x=xs, y=med, mode="lines+markers", name="this machine (median)",
+        error_y=dict(type="data", symmetric=False, array=[curve[x]["hi"] - m for x, m in zip(xs, med)],
+                     arrayminus=[m - curve[x]["lo"] for x, m in zip(xs, med)]),
+        hovertemplate="%{x} positions: %{y:.1f} ms<extra></extra>"))
+    fig.add_trace(go.Scatter(x=xs, y=[med[0]] * len(xs), mode="lines", name="flat v (GPU-like: 64 ≈ 1)",
+                             line=dict(dash="dash", color=GPU_FLAT), hoverinfo="skip"))
+    fig.update_layout(title="v(n): the cost of verifying n positions in one target forward",
+                      xaxis=dict(title="positions verified in one forward (n)", type="log", tickvals=xs),
+                      yaxis=dict(title="ms", rangemode="tozero"), height=320, margin=dict(l=10, r=10, t=40, b=10),
+                      legend=dict(orientation="h", y=-0.3))
+    return fig
+
+
+def chain_vs_tree_figure(rows: list[dict]) -> go.Figure:
+    """Side by side for each run (tree_compare.comparison rows): tokens per verify pass, target passes, verify
+    ms per token (measured v here and a flat v) and the measured wall clock."""
+    names = [r["name"] for r in rows]
+    fig = make_subplots(rows=1, cols=4, subplot_titles=("tokens per verify pass", "target passes",
+                                                         "verify ms per token", "wall clock (s)"))
+    fig.add_trace(go.Bar(x=names, y=[r["tokens per verify pass"] for r in rows], name="tokens per verify pass",
+                         marker_color=ACCEPTED, showlegend=False), 1, 1)
+    fig.add_trace(go.Bar(x=names, y=[r["target passes"] for r in rows], name="target passes",
+                         marker_color="#546e7a", showlegend=False), 1, 2)
+    fig.add_trace(go.Bar(x=names, y=[r["verify ms per token"] for r in rows], name="v(n) / τ, measured v"), 1, 3)
+    fig.add_trace(go.Bar(x=names, y=[r["flat-v verify ms per token"] for r in rows], name="v(1) / τ, flat v",
+                         marker_color=GPU_FLAT), 1, 3)
+    fig.add_trace(go.Bar(x=names, y=[r["seconds"] for r in rows], name="wall clock", marker_color="#ef6c00",
+                         showlegend=False,
+                         error_y=dict(type="data", symmetric=False,
+                                      array=[r["seconds range"][1] - r["seconds"] for r in rows],
+                                      arrayminus=[r["seconds"] - r["seconds range"][0] for r in rows])), 1, 4)
+    fig.update_layout(height=360, barmode="group", margin=dict(l=10, r=10, t=40, b=10),
+                      legend=dict(orientation="h", y=-0.35))
+    return fig
+
+
+def break_even_figure(needed: list[dict], measured: list[tuple[str, int, float]] = ()) -> go.Figure:
+    """The tokens per verify pass a tree of N nodes needs to match the chain's verify time per token: with the
+    measured v here (rises with N) and with a flat v (the chain's own τ); the measured trees as points."""
+    xs = [r["budget"] for r in needed]
+    fig = go.Figure(go.Scatter(x=xs, y=[r["needed tau here"] for r in needed], mode="lines+markers",
+                               name="needed here (measured v)"))
+    fig.add_trace(go.Scatter(x=xs, y=[r["needed tau, flat v"] for r in needed], mode="lines",
+                             name="needed with flat v (GPU-like)", line=dict(dash="dash", color=GPU_FLAT)))
+    for name, n, tau in measured:
+        fig.add_trace(go.Scatter(x=[n], y=[tau], mode="markers+text", text=[name], textposition="top center",
+                                 marker=dict(size=12, color=ACCEPTED, symbol="star"), name=name))
+    fig.update_layout(title="Where a tree stops paying: τ a tree of N nodes needs to break even with the chain",
+                      xaxis=dict(title="verify budget N (nodes)"), yaxis=dict(title="tokens per verify pass τ"),
+                      height=340, margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.3))
+    return fig
+
+
+def fit_figure(names: list[str], observed: list[int], expected: list[float], title: str) -> go.Figure:
+    """Observed counts against the counts the target's p predicts (the tree chi-square's bins)."""
+    fig = go.Figure(go.Bar(x=names, y=observed, name="tree speculation (observed)", marker_color=ACCEPTED))
+    fig.add_trace(go.Scatter(x=names, y=expected, mode="markers", name="n · p (expected)",
+                             marker=dict(symbol="line-ew-open", size=22, color="black", line=dict(width=3))))
+    fig.update_layout(title=title, height=320, margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h"))
     return fig

@@ -1,0 +1,45 @@
+"""Chain vs tree arithmetic (specviz/tree_compare.py), model-free: interpolation of the measured v(n), the
+comparison rows and the break-even tau a tree needs, checked against hand-computed values."""
+import pytest
+
+from specviz.tree_compare import break_even, comparison, interpolate, linear_from
+
+pytestmark = pytest.mark.fast
+
+# compute bound past 4 positions: v doubles with n (a 2-core CPU); flat below (overheads dominate)
+CPU = {n: {"median": m, "lo": m, "hi": m} for n, m in {1: 20.0, 2: 21.0, 4: 24.0, 8: 40.0, 16: 80.0}.items()}
+FLAT = {n: {"median": 20.0, "lo": 20.0, "hi": 20.0} for n in (1, 2, 4, 8, 16)}
+
+
+def test_interpolate_between_and_past_the_measured_sizes():
+    assert interpolate(CPU, 1) == 20.0 and interpolate(CPU, 0.5) == 20.0
+    assert interpolate(CPU, 3) == pytest.approx(22.5)
+    assert interpolate(CPU, 12) == pytest.approx(60.0)
+    assert interpolate(CPU, 24) == pytest.approx(120.0)  # along the last segment's slope (5 ms / position)
+
+
+def test_comparison_rows():
+    rows = [{"name": "chain K=4", "tokens": 30, "verify passes": 12, "target passes": 13,
+             "positions per verify pass": 5.0, "seconds": 1.5},
+            {"name": "tree N=15", "tokens": 30, "verify passes": 10, "target passes": 11,
+             "positions per verify pass": 16.0, "seconds": 2.0}]
+    chain, tree = comparison(rows, CPU)
+    assert chain["tokens per verify pass"] == 2.5 and tree["tokens per verify pass"] == 3.0
+    assert chain["v(n) ms"] == pytest.approx(28.0) and tree["v(n) ms"] == 80.0
+    assert chain["verify ms per token"] == pytest.approx(28.0 / 2.5)
+    assert tree["verify ms per token"] == pytest.approx(80.0 / 3.0)  # the tree loses here...
+    assert tree["flat-v verify ms per token"] < chain["flat-v verify ms per token"]  # ...and wins with flat v
+    assert tree["tokens per second"] == 15.0
+
+
+def test_break_even_rises_with_v_here_and_is_the_chains_tau_with_flat_v():
+    here = break_even(CPU, 2.5, 5, [3, 7, 15])
+    assert [r["needed tau here"] for r in here] == pytest.approx([2.5 * 24 / 28, 2.5 * 40 / 28, 2.5 * 80 / 28])
+    assert all(r["needed tau, flat v"] == 2.5 for r in here)
+    flat = break_even(FLAT, 2.5, 5, [3, 7, 15])
+    assert [r["needed tau here"] for r in flat] == pytest.approx([2.5, 2.5, 2.5])
+
+
+def test_linear_from_finds_where_v_starts_doubling():
+    assert linear_from(CPU) == 4  # 4 -> 8 -> 16 each double; 2 -> 4 does not
+    assert linear_from(FLAT) is None
