@@ -19,6 +19,7 @@ from transformers.utils import logging as hf_logging
 
 from .drafters.build import load_token_draft
 from .drafters.feature import load as load_feature_draft
+from .drafters.medusa import load as load_medusa
 from .errors import SpecVizError
 from .packed import pack_linears
 
@@ -28,6 +29,7 @@ EMBEDDED_NAME = "SmolLM2-135M-Instruct (embedded)"
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 SHIPPED_DRAFT = REPO_ROOT / "models" / "draft"
 SHIPPED_FEATURE_DRAFT = REPO_ROOT / "models" / "feature_draft"
+SHIPPED_MEDUSA = REPO_ROOT / "models" / "medusa"
 hf_logging.disable_progress_bar()  # the CLI and the pages show their own progress
 
 
@@ -203,6 +205,8 @@ class Models:
     # the shipped feature draft (specviz/drafters/feature.py): reads the target's hidden states, so it exists
     # only for the target it was trained on, the embedded one
     feature_draft: torch.nn.Module | None = None
+    # the shipped Medusa-1 heads (specviz/drafters/medusa.py): read the embedded target's final state
+    medusa: torch.nn.Module | None = None
 
 
 def load_models(target: str | None = None, draft: str | None = None, device: str | None = None,
@@ -216,11 +220,14 @@ def load_models(target: str | None = None, draft: str | None = None, device: str
     feature = None
     if embedded and (SHIPPED_FEATURE_DRAFT / "config.json").is_file():
         feature = load_feature_draft(model, SHIPPED_FEATURE_DRAFT, packed)
+    medusa = None
+    if embedded and (SHIPPED_MEDUSA / "config.json").is_file() and (SHIPPED_DRAFT / "config.json").is_file():
+        medusa = load_medusa(model, SHIPPED_MEDUSA, packed)  # its head's ids are the token draft's
     if draft in (None, "", "default"):
         if embedded and (SHIPPED_DRAFT / "config.json").is_file():
-            return Models(model, tok, load_token_draft(model, SHIPPED_DRAFT, packed), "token draft", dev, feature)
-        return Models(model, tok, None, "n-gram lookup", dev, feature)
+            return Models(model, tok, load_token_draft(model, SHIPPED_DRAFT, packed), "token draft", dev, feature, medusa)
+        return Models(model, tok, None, "n-gram lookup", dev, feature, medusa)
     path = resolve_local(draft)
     draft_tok = load_tokenizer(path)
     check_tokenizers(tok, draft_tok, draft)
-    return Models(model, tok, load_model(path, dev, packed), draft, dev, feature)
+    return Models(model, tok, load_model(path, dev, packed), draft, dev, feature, medusa)

@@ -23,7 +23,7 @@ from .sampling import SamplingConfig, distribution
 from .speculative import Run, rollback_draft
 from .step import Stepper, token_text, top_probs
 from .trace import CacheState, DepthVerdict, Result, TreeCycle, TreeNode
-from .verify import TokenTree, TreeVerification, one_hot, verify_tree
+from .verify import TokenTree, TreeVerification, one_hot, verify_tree, verify_tree_typical
 
 
 def tree_inputs(tree: TokenTree, ids: list[int], cached: int) -> tuple[list[int], list[int], torch.Tensor]:
@@ -89,10 +89,12 @@ def draft_tree(drafter: Drafter, ids: list[int], budget: int, depth: int, width:
 
 def tree_speculative_steps(target, drafter: Drafter, tokenizer, prompt_ids: list[int], max_new_tokens: int,
                            budget: int = 16, depth: int = 4, width: int = 1, cfg: SamplingConfig = SamplingConfig(),
-                           top_n: int = 5) -> Generator[TreeCycle, None, Result]:
+                           top_n: int = 5, typical: tuple[float, float] | None = None) -> Generator[TreeCycle, None, Result]:
     """Tree speculation, one cycle at a time: draft a tree, ONE target pass over every node, walk it
     (verify_tree), keep the accepted path in the KV cache. budget: nodes per tree (tree drafters); depth:
-    the deepest drafted position (a chain drafter's K); width: runner-ups per depth for a chain drafter."""
+    the deepest drafted position (a chain drafter's K); width: runner-ups per depth for a chain drafter.
+    typical=(epsilon, delta): Medusa's typical acceptance instead of the exact rule (LOSSY: the output is
+    no longer distributed as the target's; verify.verify_tree_typical)."""
     if depth < 1 or budget < 1:
         raise SpecVizError(f"Tree depth and budget must be at least 1; got depth {depth}, budget {budget}.")
     run = Run.start(target, drafter, tokenizer, prompt_ids, cfg)
@@ -108,7 +110,8 @@ def tree_speculative_steps(target, drafter: Drafter, tokenizer, prompt_ids: list
         context_len, fed_from = len(ids), tstep.cached
         p = distribution(tree_logits(tstep, tree, ids), cfg, procs).cpu()  # the ONE verify pass
         filled = tstep.cached
-        v = verify_tree(tree, p, cfg.greedy, gen, stop)
+        v = (verify_tree_typical(tree, p, cfg.greedy, gen, typical, stop) if typical  # LOSSY
+             else verify_tree(tree, p, cfg.greedy, gen, stop))
         keep_path(tstep, context_len, list(v.path))
         if drafter.reads_target_states:  # the target's states of the context and the accepted path only
             m = context_len - fed_from
@@ -122,7 +125,7 @@ def tree_speculative_steps(target, drafter: Drafter, tokenizer, prompt_ids: list
         event = tree_event(tokenizer, top_n, cycle=cycle, context_len=context_len, drafter=drafter.name, tree=tree,
                            p=p, v=v, emitted=emitted, greedy=cfg.greedy, draft_passes=draft_passes,
                            prefill=prefill if cycle == 0 else 0, pending=context_len - fed_from,
-                           target_cache=CacheState(filled, tstep.cached), draft_cache=draft_cache)
+                           target_cache=CacheState(filled, tstep.cached), draft_cache=draft_cache, typical=typical is not None)
         counters.record(event)
         yield event
         cycle += 1
@@ -133,8 +136,9 @@ def tree_speculative_steps(target, drafter: Drafter, tokenizer, prompt_ids: list
 
 def tree_event(tokenizer, top_n: int, *, cycle: int, context_len: int, drafter: str, tree: TokenTree, p, v: TreeVerification,
                emitted: list[int], greedy: bool, draft_passes: int, prefill: int, pending: int,
-               target_cache: CacheState, draft_cache: CacheState | None) -> TreeCycle:
-    """The trace event of one tree cycle: every node with its verdict, the mask and position ids."""
+               target_cache: CacheState, draft_cache: CacheState | None, typical: bool = False) -> TreeCycle:
+    """The trace event of one tree cycle: every node with its verdict, the mask and position ids.
+    verify_mode "typical" marks Medusa's lossy typical acceptance."""
     ruled = {r.node: r for r in v.rulings}
     depths = tree.depths
     nodes = []
@@ -154,5 +158,5 @@ def tree_event(tokenizer, top_n: int, *, cycle: int, context_len: int, drafter: 
         residual_top=top_probs(tokenizer, v.residual, top_n, v.token) if v.residual is not None else (),
         residual_fallback=v.residual_fallback, target_cache=target_cache, draft_cache=draft_cache,
         emitted=tuple(emitted), origins=tuple(["accepted"] * len(v.path) + ([v.origin] if v.token is not None else [])),
-        verify_mode="greedy" if greedy else "sampling", draft_passes=draft_passes,
+        verify_mode="typical" if typical else ("greedy" if greedy else "sampling"), draft_passes=draft_passes,
         verdicts=tuple(DepthVerdict(d - 1, d <= len(v.path)) for d in reached), prefill=prefill)

@@ -242,3 +242,79 @@ def sample_children(tree: TokenTree, row: torch.Tensor, kids: list[int], gen: to
         if ok:
             return c, dists[i], False
     return None, dists[-1], fallback
+
+
+# ---------------------------------------------------------------- typical acceptance (Medusa): LOSSY
+def typical_threshold(p: torch.Tensor, epsilon: float, delta: float) -> float:
+    """Medusa's typical acceptance threshold min(epsilon, delta * exp(-H(p))): a candidate passes when the
+    target gives it more than this. A confident p (low entropy) demands up to epsilon; a flat one less."""
+    logp = torch.log(p.double().clamp_min(1e-300))
+    entropy = float(-(p.double() * logp).sum())
+    return min(epsilon, delta * float(torch.exp(torch.tensor(-entropy))))
+
+
+def typical_pass(tree: TokenTree, p: torch.Tensor, epsilon: float, delta: float) -> list[bool]:
+    """Per node: does its whole root-to-node path pass the typical test (each node against its parent's p)?"""
+    thresholds = [typical_threshold(row, epsilon, delta) for row in p]
+    ok: list[bool] = []
+    for i, (x, a) in enumerate(zip(tree.tokens, tree.parents)):
+        ok.append((a < 0 or ok[a]) and float(p[a + 1, x]) > thresholds[a + 1])
+    return ok
+
+
+def typical_path(tree: TokenTree, ok: list[bool], stop) -> list[int]:
+    """Medusa keeps the LONGEST passing path (ties: the earliest node), cut after an end-of-sequence token."""
+    depths = tree.depths
+    best = max((i for i in range(len(tree)) if ok[i]), key=lambda i: (depths[i], -i), default=None)
+    path = tree.path_to(best) if best is not None else []
+    for j, node in enumerate(path):
+        if tree.tokens[node] in stop:
+            return path[:j + 1]
+    return path
+
+
+def verify_tree_typical(tree: TokenTree, p: torch.Tensor, greedy: bool, gen: torch.Generator, typical: tuple[float, float],
+                        stop: set[int] | frozenset = frozenset()) -> TreeVerification:
+    """Medusa's typical acceptance over a tree, LOSSY: a node passes when p(x) > min(epsilon, delta *
+    exp(-H(p))) under its parent; the longest passing path is kept and the next token drawn from p after
+    it (argmax when greedy). No uniform draw, no residual: the output is NOT distributed as p (a token the
+    exact rule would reject with probability 1 - p(x) passes every time); first_token_tv measures by how much."""
+    epsilon, delta = typical
+    ok = typical_pass(tree, p, epsilon, delta)
+    path = typical_path(tree, ok, stop)
+    rulings = []
+    for node in [-1] + path:  # the children tried along the walk: each node on the path, and its siblings
+        for c in tree.children(node):
+            x = tree.tokens[c]
+            rulings.append(TreeRuling(c, x, float(p[node + 1, x]), 1.0, float(ok[c]), None, ok[c], -1))
+    if path and tree.tokens[path[-1]] in stop:
+        return TreeVerification(tuple(rulings), tuple(path), None, "none", None, False)
+    last = path[-1] if path else -1
+    tried = bool(tree.children(last))
+    origin = ("correction" if greedy else "resampled") if tried else ("bonus" if path else "target")
+    return TreeVerification(tuple(rulings), tuple(path), draw(p[last + 1], greedy, gen), origin, None, False)
+
+
+def first_token_distribution(tree: TokenTree, p: torch.Tensor, typical: tuple[float, float] | None = None) -> torch.Tensor:
+    """P(the first token a verify pass emits = x), exactly, from the tree and the target's p (float64).
+    Exact rule: the root's children tried in turn with their accept probabilities a_i, the final residual
+    otherwise (sibling_schedule), so sum_i reach_i a_i [x = x_i] + reach_end residual: equals p[0]. Typical:
+    the first node of the longest passing path with certainty, else a draw from p[0]."""
+    p = p.double()
+    if typical is not None:
+        path = typical_path(tree, typical_pass(tree, p, *typical), frozenset())
+        return one_hot(tree.tokens[path[0]], p[0]) if path else p[0].clone()
+    kids = tree.children(-1)
+    xs = [tree.tokens[c] for c in kids]
+    probs, dists, _ = sibling_schedule(p[0], xs, [tree.q_of(c, p[0]).double() for c in kids])
+    out, reach = torch.zeros_like(p[0]), 1.0
+    for x, a in zip(xs, probs):
+        out[x] += reach * a
+        reach *= 1.0 - a
+    return out + reach * dists[-1]
+
+
+def first_token_tv(tree: TokenTree, p: torch.Tensor, typical: tuple[float, float] | None = None) -> float:
+    """Total variation between the first emitted token's distribution and the target's p[0]: 0 for the exact
+    rule (up to rounding), the typical rule's distance from the target otherwise."""
+    return 0.5 * float((first_token_distribution(tree, p, typical) - p[0].double()).abs().sum())

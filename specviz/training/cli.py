@@ -17,6 +17,9 @@ draft in models/draft, reads the target's hidden states (`--read-layers`; one te
 answer, cached next to the data), and is trained on the same soft labels, with further passes fed its own
 outputs (what drafting positions 2..K see); it exports to models/feature_draft.
 Evaluate on held-out prompts with `python -m specviz.distill eval [--draft models/feature_draft]`.
+`python -m specviz.distill medusa` trains Medusa-1 heads (specviz/training/medusa.py) on the target's greedy
+answers to training prompts and their final states, and exports them with their held-out accuracy to
+models/medusa.
 """
 from __future__ import annotations
 
@@ -34,17 +37,18 @@ from ..drafters.build import load_token_draft
 from ..drafters.early_exit import early_exit_model
 from ..drafters.feature import is_feature_draft
 from ..drafters.feature import load as load_feature_draft
+from ..drafters.medusa import load as load_medusa
 from ..models import REPO_ROOT, load_target
-from . import feature, token
+from . import feature, medusa, token
 from .data import EXTRA_SUBJECTS, MORE_SUBJECTS, cached_data, head_subset, training_jobs
-from .evaluate import evaluate
+from .evaluate import evaluate, evaluation_prompts
 from .export import export
 from .train import train
 
 # The default recipe: the shipped drafts were made with exactly these (a test compares their configs)
 DEFAULT_STEPS = {"token": 2400, "feature": 3600}
 DEFAULT_LR = 1e-3
-COMMANDS = ("train", "eval")
+COMMANDS = ("train", "eval", "medusa")
 DATA = REPO_ROOT / "models" / "work" / "data.pt"
 log = functools.partial(print, flush=True)
 
@@ -98,16 +102,37 @@ def add_eval_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--ks", default="2,4,6,8")
 
 
+def add_medusa_args(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--heads", type=int, default=4, help="Medusa heads: head k drafts the k-th token ahead")
+    ap.add_argument("--prompts", type=int, default=960, help="training prompts, one greedy answer each")
+    ap.add_argument("--max-new-tokens", type=int, default=96)
+    ap.add_argument("--topk", type=int, default=32)
+    ap.add_argument("--gen-batch", type=int, default=32)
+    ap.add_argument("--steps", type=int, default=1200)
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--batch", type=int, default=256, help="answer positions per step")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--choices", type=int, default=16, help="paths in the default tree (config.json)")
+    ap.add_argument("--eval-prompts", type=int, default=12, help="held-out prompts for the accuracy figures")
+    ap.add_argument("--token-draft", default=str(REPO_ROOT / "models" / "draft"),
+                    help="the token draft whose reduced-head ids the heads score")
+    ap.add_argument("--data", default=str(DATA.with_name("medusa_data.pt")),
+                    help="cache of the greedy answers (and medusa_feats.pt beside it: their final states)")
+    ap.add_argument("--out", default=str(REPO_ROOT / "models" / "medusa"))
+
+
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m specviz.distill", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="train is the default command: `python -m specviz.distill --kind feature` "
                                         "= `python -m specviz.distill train --kind feature`.")
-    sub = ap.add_subparsers(dest="command", metavar="{train,eval}")
+    sub = ap.add_subparsers(dest="command", metavar="{train,eval,medusa}")
     add_train_args(sub.add_parser("train", help="distil a draft (the default command)",
                                   description="Distil a draft: see `python -m specviz.distill --help` for the recipe."))
     add_eval_args(sub.add_parser("eval", help="the model card's figures for a draft, on held-out prompts",
                                  description="A draft's acceptance, agreement and speedup on held-out prompts."))
+    add_medusa_args(sub.add_parser("medusa", help="train Medusa-1 heads on the frozen target (models/medusa)",
+                                   description=medusa.__doc__))
     return ap
 
 
@@ -125,7 +150,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> int:
     a = parse_args(argv)
-    return run_eval(a) if a.command == "eval" else run_train(a)
+    return {"eval": run_eval, "medusa": run_medusa}.get(a.command, run_train)(a)
 
 
 def build_for_training(a, target, tok, records, data_path: pathlib.Path):
@@ -196,4 +221,42 @@ def run_eval(a: argparse.Namespace) -> int:
     print(json.dumps(res, indent=1))
     if a.json:
         pathlib.Path(a.json).write_text(json.dumps(res, indent=1))
+    return 0
+
+
+def run_medusa(a: argparse.Namespace) -> int:
+    torch.manual_seed(a.seed)
+    t0 = time.time()
+    target, tok = load_target()  # frozen: only its answers, states and head rows are read
+    data_path, last = pathlib.Path(a.data), target.config.num_hidden_layers
+    jobs = [(p, 0.0) for p in medusa.training_prompts(a.seed, a.prompts)]
+    records = cached_data(data_path, jobs, tok, a.max_new_tokens, a.topk, a.gen_batch, a.seed, log=log)
+    states = feature.cached_features(data_path.with_name("medusa_feats.pt"), records, [last], load_target, log)
+    table = medusa.position_table(records, states, a.heads)
+    log(f"data ready: {len(records)} answers, {table['x'].shape[0]} positions in {time.time() - t0:.0f} s")
+    heads = medusa.untrained_heads(target, pathlib.Path(a.token_draft), a.heads)
+    t_train = time.time()
+    steps = medusa.train_heads(heads, table, a.steps, a.lr, a.batch, a.seed, log)
+    minutes = round((time.time() - t_train) / 60, 1)
+    acc = medusa.training_accuracy(heads, records, states, 200)
+    out = pathlib.Path(a.out)
+    meta = {"kind": "medusa", "num_heads": a.heads, "read_layer": last,
+            "head_ids_from": os.path.relpath(pathlib.Path(a.token_draft).resolve(), out.resolve().parent),
+            "head": "the target's own tied LM-head rows for the token draft's 8192 reduced-head ids (frozen, not stored)",
+            "block": "x + SiLU(W x + b), W and b zero at the start", "dtype": "bfloat16",
+            "choices": [list(p) for p in medusa.best_first_choices(acc, a.choices)],
+            "choices_from": "best-first by the product of per-head top-i accuracy on 200 training answers",
+            "train": {"answers": len(records), "positions": table["x"].shape[0], "temperature": 0.0,
+                      "max_new_tokens": a.max_new_tokens, "topk": a.topk, "loss": "top-k distillation per head",
+                      "steps": steps, "batch_positions": a.batch, "lr": a.lr, "lr_schedule": "cosine to 0.1x",
+                      "optimizer": "AdamW, weight decay 0, clip 1.0", "minutes": minutes, "seed": a.seed,
+                      "device": str(target.device), "threads": torch.get_num_threads(), "date": time.strftime("%Y-%m-%d")},
+            "training_top_i_accuracy": [[round(float(x), 4) for x in row] for row in acc]}
+    medusa.export_heads(heads, out, meta)
+    shipped = load_medusa(target, out, packed=False)  # measured as shipped: bf16-rounded blocks
+    meta["held_out"] = medusa.held_out_accuracy(target, shipped, evaluation_prompts(tok, a.eval_prompts), 64)
+    meta["held_out"] |= {"prompts": a.eval_prompts, "max_new_tokens": 64}
+    medusa.export_heads(heads, out, meta)
+    log(json.dumps(meta["held_out"]))
+    log(f"exported to {out} after {time.time() - t0:.0f} s")
     return 0
