@@ -2,13 +2,22 @@
 a tree attention mask, the walk from the root, and the KV cache keeping only the accepted path."""
 import streamlit as st
 
-from ui.common import chart, controls, encode, get_models, get_replay, play_interval, play_speed, play_tick, sidebar, slider
+from ui.common import (chart, controls, encode, figure, get_models, get_replay, keep, play_interval, play_speed, play_tick,
+                       sidebar, slider)
 
 from specviz.drafters import make_drafter
-from specviz.figures.tree import mask_figure, tree_figure
+from specviz.drafters.medusa import MedusaDrafter
+from specviz.errors import SpecVizError
+from specviz.figures import md_escape
+from specviz.figures.tree import (break_even_figure, chain_vs_tree_figure, fit_figure, mask_figure, tree_figure,
+                                  verify_cost_figure)
 from specviz.sampling import SamplingConfig
 from specviz.step import token_text
 from specviz.tree import tree_speculative_steps
+from specviz.tree_compare import break_even, chain_vs_tree, comparison, finding, verify_cost_curve
+from specviz.medusa_choices import parse_choices
+from specviz.tree_lossless import (bin_names, expected_pairs, first_token_fit, goodness_of_fit, real_tables, sample_pairs,
+                                   typical_verifier)
 
 settings = sidebar()
 st.title("Tree speculation")
@@ -20,20 +29,47 @@ if models.feature_draft is None:
     st.warning("The EAGLE-2 tree needs the feature draft, which exists only for the embedded target.")
     st.stop()
 c1, c2, c3, c4 = st.columns(4)
-choice = c1.radio("Drafter", ["EAGLE-2 tree", "chain (feature draft)"], key="tr_drafter", horizontal=True)
+choice = c1.radio("Drafter", ["EAGLE-2 tree", "Medusa heads", "chain (feature draft)"], key="tr_drafter", horizontal=True)
 budget = slider(c2, "Verify budget N (nodes)", "tr_budget", 2, 32, 12, "budget")
 depth = slider(c3, "Depth", "tr_depth", 1, 8, 4, "depth")
 mode = c4.radio("Verification", ["greedy", "sampling (T = 1)"], key="tr_mode", horizontal=True)
+if choice == "Medusa heads" and models.medusa is None:
+    st.info("The Medusa heads are not shipped with this build (models/medusa): showing the EAGLE-2 tree.")
+    choice = "EAGLE-2 tree"
+choices = None
+if choice == "Medusa heads":
+    keep("tr_choices")
+    if "tr_choices" not in st.session_state:
+        st.session_state["tr_choices"] = repr(list(models.medusa.choices))
+    text = st.text_area("medusa_choices: each path (i₁, …, i_d) is head d's i_d-th likeliest token under the node "
+                        "(i₁, …, i_d−1); a path's parent must be listed", key="tr_choices", height=80)
+    try:
+        choices = parse_choices(text, models.medusa.num_heads)
+    except SpecVizError as e:
+        st.error(md_escape(str(e)) + " Using the shipped list instead.")
+        choices = tuple(models.medusa.choices)
+t1, t2, t3 = st.columns(3)
+keep("tr_typical")
+typical_on = t1.toggle("Typical acceptance (LOSSY)", key="tr_typical",
+                       help="Medusa's rule: accept a node when p(x) > min(ε, δ·exp(−H(p))), keep the longest passing "
+                            "path. Fast, but the output is no longer distributed as the target's.")
+epsilon = slider(t2, "ε (posterior threshold)", "tr_eps", 0.01, 0.5, 0.09, step=0.01, disabled=not typical_on)
+delta = slider(t3, "δ (entropy factor)", "tr_delta", 0.01, 1.0, 0.3, step=0.01, disabled=not typical_on)
+typical = (epsilon, delta) if typical_on else None
 max_new = 32
 ids = encode(models, settings, max_new)
 cfg = SamplingConfig(1.0 if mode.startswith("sampling") else 0.0)
-kind = "eagle2" if choice == "EAGLE-2 tree" else "feature"
-params = (tuple(ids), kind, budget, depth, cfg, settings.target, settings.draft)
+kind = {"EAGLE-2 tree": "eagle2", "Medusa heads": "medusa"}.get(choice, "feature")
+params = (tuple(ids), kind, budget, depth, cfg, choices, typical, settings.target, settings.draft)
+
+
+def drafter(kind):
+    return MedusaDrafter(models.medusa, choices) if kind == "medusa" else make_drafter(kind, models)
 
 
 def factory():
-    return tree_speculative_steps(models.target, make_drafter(kind, models), models.tokenizer, ids, max_new,
-                                  budget=budget, depth=depth, cfg=cfg)
+    return tree_speculative_steps(models.target, drafter(kind), models.tokenizer, ids, max_new,
+                                  budget=budget, depth=depth, cfg=cfg, typical=typical)
 
 
 replay = get_replay("tree", params, factory)
@@ -51,8 +87,8 @@ def view():
     context = list(ids) + [t for c in done[:-1] for t in c.emitted]
     st.markdown(f"**Cycle {cycle.cycle + 1}** · {len(cycle.nodes)} nodes · accepted path of {cycle.accepted} "
                 f"+ {cycle.new_origin} token “{cycle.new_text}”" + (" · done" if replay.at_end else ""))
-    chart(tree_figure(cycle, token_text(models.tokenizer, context[-1])), key="tree_fig")
-    chart(mask_figure(cycle), key="mask_fig")
+    chart(figure(tree_figure, cycle, token_text(models.tokenizer, context[-1])), key="tree_fig")
+    chart(figure(mask_figure, cycle), key="mask_fig")
     st.caption(f"Target KV cache: {cycle.target_cache.before} entries after the verify pass (context + every node) "
                f"→ {cycle.target_cache.after} after the gather (context + the accepted path).")
     tokens = sum(len(c.emitted) for c in done)
@@ -63,10 +99,125 @@ def view():
     m[2].metric("Tokens per target pass", f"{tokens / passes:.2f}")
     st.caption("Greedy: the walk takes the child equal to the target's argmax, so the output is plain greedy's. "
                "Sampling: children are tried in turn, each against the residual the earlier rejections left "
-               "(recursive rejection sampling): exactly the target's distribution. Taking “the longest accepted "
-               "path” instead would be biased. On this 2-core CPU every extra verified node costs time, so a "
-               "tree pays less here than on a GPU, where verifying 64 tokens costs about as much as 1.")
+               "(multi-draft recursive rejection sampling): exactly the target's distribution. Hover a node for "
+               "its path from the root, p, q and the verdict.")
 
 
 view()
 play_speed("tree")
+
+with st.expander("Why not just take the longest accepted path? (sampling)", expanded=False):
+    st.markdown(
+        "Tempting: judge every node with min(1, p/q) against its parent's p on its own and keep the longest "
+        "root-to-leaf path that passed. It is **biased**, two ways. (1) Which of several accepted siblings wins "
+        "depends on how far its subtree got, a property of the draft's continuations, not of p: a token whose "
+        "continuations the draft guesses well is emitted more often than p says. (2) Siblings judged against the "
+        "same p do not share out p's mass. Say p(a) = 0.8, p(b) = 0.2 and the draft proposes both, a first (one-hot "
+        "q each). The exact rule accepts a with 0.8; after a's rejection the residual is all b, so b is accepted: "
+        "b comes out 0.2 of the time, as p says. Judged on its own, b passes only 20 % of the time after a failed "
+        "and the rest falls back to p: b comes out 0.2 × (0.2 + 0.8 × 0.2) = 0.072, a 0.928.\n\n"
+        "**Multi-draft recursive rejection sampling** (SpecInfer) walks from the root and at each node tries its "
+        "children **in turn**: child x is accepted with min(1, p(x)/q(x)); after a rejection, p ← normalize(max(0, "
+        "p − q)) for the next child (a deterministic child has one-hot q: its token simply leaves p). If every "
+        "child fails, the token is drawn from the final residual. Each step is the single-draft rule applied to "
+        "what is left, so by the same argument as for a chain (accepted mass min(p, q) + rejected mass × "
+        "residual = p) the emitted token is distributed exactly as p, at every depth. The chi-square test at the "
+        "bottom of this page checks it on the real model.")
+
+# ---------------------------------------------------------------- chain vs tree, measured on this machine
+st.divider()
+st.subheader("Chain vs tree at the same verify budget")
+st.caption(f"Greedy, the same prompt, {max_new} tokens each (token identity with plain greedy checked). The EAGLE-2 "
+           f"tree verifies N = {budget} nodes, i.e. N + 1 = {budget + 1} positions in its one target pass. Beside it "
+           f"the same feature draft's chain at **K = N = {budget}** (the same verify cost: K + 1 = N + 1 positions) "
+           f"and at **K = D = {depth}** (the tree's depth: fewer positions to verify). v(n) is one target forward "
+           "over n positions on a cached context, measured on this machine (once per server).")
+
+
+@st.cache_resource(show_spinner=False)
+def measured() -> dict:
+    """Measurements shared by every session of this server: v(n) once per model, comparisons per settings."""
+    return {}
+
+
+lab = measured()
+v_key = ("v", settings.target, settings.device)
+c_key = ("compare", tuple(ids), budget, depth, choices, settings.target, settings.draft)
+if st.button("Measure chain vs tree (about a minute on 2 cores)", key="tr_compare", disabled=c_key in lab):
+    with st.spinner("Timing v(n) for n = 1 … 64 and the runs, interleaved…"):
+        if v_key not in lab:
+            lab[v_key] = verify_cost_curve(models.target, list(ids))
+        runs = {f"chain K={depth}": (lambda: make_drafter("feature", models), budget, depth),
+                f"chain K={budget}": (lambda: make_drafter("feature", models), budget, budget),
+                f"EAGLE-2 tree N={budget}": (lambda: make_drafter("eagle2", models), budget, depth)}
+        if models.medusa is not None:
+            runs[f"Medusa heads N={budget}"] = (lambda: drafter("medusa"), budget, depth)
+        lab[c_key] = chain_vs_tree(models.target, models.tokenizer, list(ids), runs, max_new)
+if v_key in lab:
+    chart(verify_cost_figure(lab[v_key]), key="tr_vcost")
+if c_key in lab and v_key in lab:
+    rows = comparison(lab[c_key], lab[v_key])
+    chart(chain_vs_tree_figure(rows), key="tr_compare_fig")
+    st.dataframe([{k: r[k] for k in ("name", "tokens", "target passes", "tokens per verify pass",
+                                     "positions per verify pass", "v(n) ms", "seconds", "identical to greedy")}
+                  for r in rows], hide_index=True)
+    chain_row = next(r for r in rows if r["name"] == f"chain K={depth}")
+    tree_row = next(r for r in rows if r["name"].startswith("EAGLE-2"))
+    need = break_even(lab[v_key], chain_row["tokens per verify pass"], chain_row["positions per verify pass"],
+                      [2, 4, 8, 12, 16, 24, 32, 48, 63])
+    chart(break_even_figure(need, [(tree_row["name"], budget, tree_row["tokens per verify pass"])]), key="tr_breakeven")
+    f = finding(rows, lab[v_key])
+    vs = f["tree vs"].get(f"chain K={depth}")
+    lin = f"from about {f['linear from']} positions on" if f["linear from"] else "nowhere in the measured range"
+    st.markdown(
+        f"**What this machine says.** Verifying {f['largest n']} positions costs **{f['v largest / v1']:.1f}×** "
+        f"verifying one; v(n) roughly doubles with n {lin}. Fastest by wall clock: **{f['fastest']}**."
+        + (f" The tree emits **{vs['tau ratio']:.2f}×** the tokens per verify pass of the chain at K = {depth}, but "
+           f"its verify time per token is **{vs['verify cost ratio here']:.2f}×** the chain's with the v measured "
+           f"here (**{vs['verify cost ratio flat v']:.2f}×** with a flat v); wall clock **{vs['wall clock ratio']:.2f}×**."
+           if vs else ""))
+    st.markdown(
+        "**Why.** Each verified position costs a 2-core CPU real arithmetic (a forward over n positions is n rows "
+        "of matrix products once the weights are in cache), so past a few positions a tree pays only if each extra "
+        "node adds about as much to τ as it adds to v(n): the needed-τ curve above rises with N, and trees stop "
+        "paying where it passes what the tree delivers. On a GPU a decoding forward is bound by reading the "
+        "weights, not by arithmetic: 64 positions cost about what 1 does, v is flat (the dashed lines), every "
+        "extra accepted token is profit, and a tree of 32–64 nodes is the better deal: that is why Medusa, EAGLE "
+        "and SpecInfer verify trees on GPUs.")
+
+# ---------------------------------------------------------------- the tree chi-square on the real model
+st.divider()
+st.subheader("Lossless, checked: the tree chi-square on the real model")
+st.caption("The target's p and the token draft's q from real forwards on this prompt (T = 1, top-k 10). Each trial "
+           "drafts a depth-2 chain from q, adds the draft's 2 runner-ups at each depth (one-hot siblings), verifies "
+           "the tree by recursive rejection sampling, and runs the next cycle when only one token came out. The "
+           "first two tokens must follow p(t1)·p(t2 | t1). (tests/test_tree_lossless.py runs the same test.)")
+if models.draft is None:
+    st.info("The tree chi-square needs the token draft (the embedded target's default).")
+elif st.button("Run 12,000 tree trials (about 15 s)", key="tr_chi"):
+    with st.spinner("Two forwards of each model, then 12,000 tree cycles…"):
+        tables = real_tables(models.target, models.draft, list(ids), SamplingConfig(1.0, 10, 1.0, 0))
+        counts = sample_pairs(tables, 12_000, width=3, seed=0)
+        lossy = None
+        if typical is not None:  # the same trials with Medusa's typical acceptance instead of the exact rule
+            lossy = (typical, first_token_fit(sample_pairs(tables, 12_000, width=3, seed=0,
+                                                           verifier=typical_verifier(*typical)), tables))
+        st.session_state["tr_chi_result"] = (tables, first_token_fit(counts, tables),
+                                             goodness_of_fit(counts, expected_pairs(tables)), lossy)
+if "tr_chi_result" in st.session_state:
+    tables, first, pairs, lossy = st.session_state["tr_chi_result"]
+    decode = lambda t: token_text(models.tokenizer, t)  # noqa: E731
+    t1, t2 = st.tabs(["First token", "First two tokens"])
+    for tab, fit, name in ((t1, first, "first token"), (t2, pairs, "(first, second) pair")):
+        chart(fit_figure(bin_names(fit, tables, decode), fit["observed"], fit["expected"],
+                         f"{name}: observed vs n·p (bins with expected count < 5 pooled as 'other')"),
+              key=f"tr_chi_{name[:5]}", container=tab)
+        tab.markdown(f"Chi-square = **{fit['statistic']:.1f}** on {fit['dof']} degrees of freedom, p-value = "
+                     f"**{fit['pvalue']:.3f}**; total variation from p: **{fit['tv']:.4f}** (sampling noise alone at "
+                     f"n = {fit['n']:,}).")
+    if lossy is not None:
+        (eps, dlt), fit = lossy
+        st.markdown(f"**Typical acceptance (ε = {eps}, δ = {dlt}), LOSSY**, on the same trials: first token's total "
+                    f"variation from p **{fit['tv']:.4f}** (exact rule: **{first['tv']:.4f}**, sampling noise), "
+                    f"chi-square p-value **{fit['pvalue']:.2g}**. A token with p above the threshold passes every time "
+                    "instead of with probability min(1, p/q): the output leans to the likeliest tokens.")

@@ -16,23 +16,34 @@ The measuring functions run models; `comparison` and `break_even` are pure arith
 from __future__ import annotations
 
 import statistics
+import time
 
-from .measure import forward_ms, timed_rounds
+import torch
+
+from .measure import timed_rounds
 from .plain import plain_steps
-from .step import run_steps
+from .step import Stepper, run_steps
 from .tree import tree_speculative_steps
 
 V_SIZES = (1, 2, 4, 8, 16, 32, 64)
 
 
+@torch.inference_mode()
 def verify_cost_curve(model, ctx: list[int], sizes=V_SIZES, repeats: int = 5) -> dict[int, dict]:
-    """v(n) in ms for each n: one target forward over n new positions on a cached context of ctx, timed
-    `repeats` times (interleaved over the sizes, so a disturbance lands on all sizes alike). Median and the
-    min-max spread of each."""
+    """v(n) in ms for each n: one target forward over n new positions (logits at each, as a verify pass needs)
+    on a cache holding ctx, which is cropped back to ctx after each. Timed `repeats` times, interleaved over
+    the sizes (a disturbance lands on all sizes alike), after one untimed round (oneDNN sets up each new
+    shape on its first call). Median and the min-max spread of each."""
+    s = Stepper(model)
+    s.logits(ctx, 1)
     times: dict[int, list[float]] = {n: [] for n in sizes}
-    for _ in range(repeats):
+    for r in range(repeats + 1):
         for n in sizes:
-            times[n].append(forward_ms(model, ctx, n, repeats=1))
+            t0 = time.perf_counter()
+            s.logits(ctx + ctx[-1:] * n, n)
+            if r:
+                times[n].append(1000 * (time.perf_counter() - t0))
+            s.crop(len(ctx))
     return {n: {"median": statistics.median(t), "lo": min(t), "hi": max(t)} for n, t in times.items()}
 
 

@@ -21,7 +21,7 @@ from scipy.stats import chisquare
 
 from .sampling import SamplingConfig, distribution, warpers
 from .tree import static_tree
-from .verify import verify_tree
+from .verify import verify_tree, verify_tree_typical
 
 
 @dataclass(frozen=True)
@@ -136,3 +136,11 @@ def bin_names(fit: dict, t: Tables, decode) -> list[str]:
         return " · ".join(decode(t.tokens[x]) for x in k) if isinstance(k, tuple) else decode(t.tokens[k])
     names = [name(k) for k in fit["bins"]]
     return names + ["other"] * (len(fit["observed"]) - len(names))
+
+
+def typical_verifier(epsilon: float, delta: float):
+    """Medusa's typical acceptance (verify_tree_typical, LOSSY) with the verifier signature sample_pairs takes:
+    run on the same trials, it shows how far from p that rule's output lands."""
+    def verifier(tree, p, greedy, gen, stop=frozenset()):
+        return verify_tree_typical(tree, p, greedy, gen, (epsilon, delta), stop)
+    return verifier
