@@ -66,9 +66,11 @@ def roofline(devices, shape, batches, k: int, bytes_per_value: int) -> go.Figure
     return fig
 
 
-def speedup_vs_batch(grid: dict | None, a: float, calculated: dict | None = None) -> go.Figure:
+def speedup_vs_batch(grid: dict | None, a: float, calculated: dict | None = None, measured: dict | None = None) -> go.Figure:
     """The estimated speculative speedup against batch size: from the forward costs measured here (v(B), c(B))
-    and, dashed, from a roofline calculation for a datasheet GPU."""
+    and, dashed, from a roofline calculation for a datasheet GPU. measured (batched.measure_batches): a real
+    batched run's wall-clock speedups as points, beside the curve predicted from its own forward-cost grid with
+    ITS a and K, and that prediction redone with the tokens per pass the whole batch got (the slowest sequence)."""
     fig = go.Figure()
     if grid:
         rows, k = grid["rows"], grid["k"]
@@ -78,8 +80,30 @@ def speedup_vs_batch(grid: dict | None, a: float, calculated: dict | None = None
     if calculated:
         fig.add_trace(go.Scatter(x=calculated["batches"], y=calculated["speedups"], mode="lines", name=calculated["name"],
                                  line=dict(color=COLORS[1], dash="dash"), hovertemplate="B=%{x}: %{y:.2f}×<extra></extra>"))
+    if measured:
+        add_measured(fig, measured)
     fig.add_hline(y=1.0, line_dash="dot", annotation_text="no gain", annotation_position="bottom left")  # linear y
     fig.update_layout(height=340, margin=dict(l=10, r=10, t=40, b=10), xaxis_type="log", xaxis_title="batch size B",
                       yaxis_title="estimated speedup", legend=dict(orientation="h", y=-0.25),
                       title=dict(text=f"Speculation against batch size (a = {a:.2f})", x=0, font=dict(size=14)))
     return fig
+
+
+def add_measured(fig: go.Figure, measured: dict) -> None:
+    """The measured run's predicted curve (its grid, a and K), the ragged prediction and the measured points."""
+    a, k, runs = measured["a"], measured["k"], measured["runs"]
+    rows = measured["grid"]["rows"]
+    fig.add_trace(go.Scatter(x=[r["batch"] for r in rows], y=[speedup_at_batch(a, k, r["v"], r["c"]) for r in rows],
+                             mode="lines", name=f"predicted for the batched run (a = {a:.2f}, K = {k}, its own grid)",
+                             line=dict(color=COLORS[2], dash="dashdot"), hovertemplate="B=%{x}: %{y:.2f}×<extra></extra>"))
+    fig.add_trace(go.Scatter(x=[r["batch"] for r in runs], y=[r["predicted_ragged"] for r in runs], mode="markers",
+                             name="predicted with the batch's own tokens per pass (slowest sequence)",
+                             marker=dict(color=COLORS[2], symbol="diamond-open", size=11, line=dict(width=2)),
+                             hovertemplate="B=%{x}: %{y:.2f}×<extra></extra>"))
+    fig.add_trace(go.Scatter(x=[r["batch"] for r in runs], y=[r["speedup"] for r in runs], mode="markers+text",
+                             name="measured: batched speculative greedy vs batched greedy (wall-clock)",
+                             marker=dict(color=COLORS[4], size=12), text=[f"{r['speedup']:.2f}×" for r in runs],
+                             textposition="top center",
+                             customdata=[[r["mean_tokens_per_pass"], r["batch_tokens_per_pass"]] for r in runs],
+                             hovertemplate="B=%{x}: %{y:.2f}× measured<br>tokens per pass: %{customdata[0]:.2f} per "
+                                           "sequence, %{customdata[1]:.2f} for the batch<extra></extra>"))
