@@ -264,3 +264,37 @@ class TreeCycle:
     def k(self) -> int:
         """Drafted tokens this cycle: every node of the tree (Counters.drafted)."""
         return len(self.nodes)
+
+
+# ---------------------------------------------------------------- lookahead decoding (specviz/lookahead.py)
+@dataclass(frozen=True)
+class LookaheadStep:
+    step: int
+    context_len: int  # tokens before this step; the root is the last of them
+    root: int  # the last accepted token: the candidates must start right after it
+    levels: tuple[tuple[int, ...], ...]  # the 2-D window fed this step, oldest level first, W tokens each
+    outputs: tuple[int, ...]  # the target's argmax after each column of the newest level: the next level
+    new_ngrams: tuple[tuple[int, ...], ...]  # one per column once the window has N - 1 levels
+    added: int  # of those, not already in the pool
+    pool_size: int  # n-grams in the pool after this step
+    candidates: tuple[tuple[int, ...], ...]  # the verification branch: pool n-grams following the root (N - 1 tokens)
+    matched: tuple[int, ...]  # per candidate: leading tokens the target agreed with
+    best: int  # the candidate accepted (-1: none matched, the step gives the target's one token)
+    emitted: tuple[int, ...]
+    texts: dict  # token id -> text, for every token above
+    verify_positions: int  # rows of the ONE forward (pending context + window + candidates)
+    position_ids: tuple[int, ...]  # root, window (level by level), candidates
+    allowed: tuple[tuple[bool, ...], ...]  # the same rows x the same rows: who attends to whom (all see the context)
+    target_cache: CacheState
+
+
+@dataclass(frozen=True)
+class JacobiStep:
+    step: int
+    context_len: int
+    guesses: tuple[int, ...]  # W guesses for the next W positions
+    outputs: tuple[int, ...]  # W + 1: the target's argmax after the context and guesses[:j]
+    converged: int  # leading guesses equal to the output (exact)
+    emitted: tuple[int, ...]  # the converged guesses + the target's next token
+    texts: dict
+    target_cache: CacheState

@@ -27,6 +27,8 @@ PAGES = [
     PageInfo("pages/5_Drafter_comparison.py", "Drafter comparison", "🏁",
              "feature draft, token draft, n-gram and an untrained early exit raced on real runs: speedups and slowdowns"),
     PageInfo("pages/7_Tree_speculation.py", "Tree speculation", "🌲", "a tree of drafts verified in one pass: tree mask, position ids, the accepted path"),
+    PageInfo("pages/9_Lookahead_decoding.py", "Lookahead decoding", "🔭",
+             "no draft model: a 2-D Jacobi window, an n-gram pool, and verification in the same pass"),
     PageInfo("pages/8_Serving_lab.py", "Serving lab", "🏭",
              "KV-cache memory, the roofline, and why speculation stops paying at large batch (measured and calculated)"),
     PageInfo("pages/6_Interview_QA.py", "Interview Q&A", "🎓",

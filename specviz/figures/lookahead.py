@@ -1,0 +1,121 @@
+"""Lookahead decoding figures: the 2-D Jacobi window and its new level, the verification branch's candidates,
+the step's attention mask with position ids, plain Jacobi's guesses vs outputs, and the pool growing.
+Pure functions: trace events (specviz/trace.py LookaheadStep / JacobiStep) in, a Plotly figure out."""
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from . import ACCEPTED, BONUS, REJECTED, label
+
+LEVEL, NEW_LEVEL, NOT_REACHED = "#90caf9", "#1565c0", "#e0e0e0"
+
+
+def grid(rows: list[list[str]], colors: list[list[str]], names: list[str], hover: list[list[str]], title: str,
+         height_per_row: int = 46) -> go.Figure:
+    """A table of token cells as rectangles with their text: one shape per cell, text as annotations (a
+    Heatmap cannot colour cells by category and keep the text readable)."""
+    fig = go.Figure()
+    n = len(rows)
+    width = max((len(r) for r in rows), default=1)
+    for r, (row, cols, tips) in enumerate(zip(rows, colors, hover)):
+        y = n - 1 - r
+        for c, (text, color, tip) in enumerate(zip(row, cols, tips)):
+            fig.add_shape(type="rect", x0=c + 0.04, x1=c + 0.96, y0=y + 0.08, y1=y + 0.92, fillcolor=color,
+                          line=dict(width=0), layer="below")
+            fig.add_annotation(x=c + 0.5, y=y + 0.5, text=text, showarrow=False,
+                               font=dict(color="white" if color in (NEW_LEVEL, ACCEPTED, REJECTED, BONUS) else "#222"))
+        # invisible points carry the hover text (shapes have none)
+        fig.add_trace(go.Scatter(x=[c + 0.5 for c in range(len(row))], y=[y + 0.5] * len(row), mode="markers",
+                                 marker=dict(size=30, opacity=0), hovertext=tips, hoverinfo="text", showlegend=False))
+    fig.update_layout(title=title, height=70 + height_per_row * n, margin=dict(l=10, r=10, t=40, b=10),
+                      xaxis=dict(range=[0, width], showgrid=False, zeroline=False, tickvals=[c + 0.5 for c in range(width)],
+                                 ticktext=[str(c) for c in range(width)], title="column"),
+                      yaxis=dict(range=[0, n], showgrid=False, zeroline=False, tickvals=[n - 1 - r + 0.5 for r in range(n)],
+                                 ticktext=names), plot_bgcolor="white")
+    return fig
+
+
+def window_figure(step) -> go.Figure:
+    """The 2-D window fed this step (oldest level at the top) and, below it, the target's outputs: the next
+    level. Each column read top to bottom is one n-gram (once the window is full)."""
+    t = step.texts
+    rows = [[label(t[x]) for x in level] for level in step.levels] + [[label(t[x]) for x in step.outputs]]
+    names = [f"level {l}" for l in range(len(step.levels))] + ["outputs → next level"]
+    colors = [[LEVEL] * len(level) for level in step.levels] + [[NEW_LEVEL] * len(step.outputs)]
+    full = bool(step.new_ngrams)
+    hover = [[f"level {l}, column {i}: {label(t[x])!s}<br>position id context + {i + l}"
+              for i, x in enumerate(level)] for l, level in enumerate(step.levels)]
+    hover.append([f"the target's argmax after column {i}: {label(t[x])}"
+                  + (f"<br>n-gram: {' '.join(label(t[y]) for y in step.new_ngrams[i])}" if full else "")
+                  for i, x in enumerate(step.outputs)])
+    return grid(rows, colors, names, hover, "lookahead branch: the 2-D Jacobi window"
+                + (f" — {len(step.new_ngrams)} n-grams read down the columns, {step.added} new" if full
+                   else f" — filling: {len(step.levels)} of {len(step.levels) + 1}+ levels, no n-grams yet"))
+
+
+def candidates_figure(step) -> go.Figure:
+    """The verification branch: each pool n-gram that starts with the root, cell green where the target agreed
+    (the accepted candidate's), red at its first disagreement, grey after it; the emitted tokens last."""
+    t = step.texts
+    rows, colors, hover, names = [], [], [], []
+    for g, (cand, m) in enumerate(zip(step.candidates, step.matched)):
+        rows.append([label(t[x]) for x in cand])
+        colors.append([ACCEPTED if j < m else REJECTED if j == m else NOT_REACHED for j in range(len(cand))])
+        hover.append([("agreed" if j < m else "first disagreement" if j == m else "not reached") + f": {label(t[x])}"
+                      for j, x in enumerate(cand)])
+        names.append(("✔ " if g == step.best else "") + f"candidate {g}")
+    rows.append([label(t[x]) for x in step.emitted])
+    colors.append([ACCEPTED] * (len(step.emitted) - 1) + [BONUS])
+    hover.append([f"emitted: {label(t[x])}" for x in step.emitted])
+    names.append("emitted")
+    title = (f"verification branch: {len(step.candidates)} candidates after “{label(t[step.root])}”"
+             if step.candidates else f"verification branch: the pool has nothing after “{label(t[step.root])}” yet")
+    return grid(rows, colors, names, hover, title)
+
+
+def mask_figure(step) -> go.Figure:
+    """Who attends to whom in the step's ONE forward (root, window, candidates; all also see the context),
+    with each row's position id: a window cell sits i + l after the root, a candidate token j + 1."""
+    n = len(step.allowed)
+    w = len(step.levels[0]) if step.levels else 0
+    kinds = ["root"] + [f"L{l}c{i}" for l in range(len(step.levels)) for i in range(w)]
+    kinds += [f"g{g}t{j}" for g, c in enumerate(step.candidates) for j in range(len(c))]
+    names = [f"{k} (pos {p})" for k, p in zip(kinds, step.position_ids)]
+    fig = go.Figure(go.Heatmap(z=[[int(v) for v in row] for row in step.allowed], x=names, y=names, showscale=False,
+                               colorscale=[[0, "#f4f4f4"], [1, "#1565c0"]], xgap=1, ygap=1,
+                               hovertemplate="%{y} sees %{x}: %{z}<extra></extra>"))
+    fig.update_layout(title="attention mask of the one forward (rows attend to columns; all see the context)",
+                      yaxis=dict(autorange="reversed"), height=max(300, 14 * n + 120), margin=dict(l=10, r=10, t=40, b=10))
+    return fig
+
+
+def jacobi_figure(step) -> go.Figure:
+    """Plain Jacobi: the guesses and what the target outputs after each; converged guesses (equal to the
+    output before them) are exact and emitted with the next output."""
+    t = step.texts
+    w = len(step.guesses)
+    rows = [[label(t[x]) for x in step.guesses], [label(t[x]) for x in step.outputs[:w]]]
+    colors = [[ACCEPTED if i < step.converged else REJECTED if i == step.converged else NOT_REACHED for i in range(w)],
+              [ACCEPTED if i < step.converged else BONUS if i == step.converged else LEVEL for i in range(w)]]
+    hover = [[f"guess {i}: {label(t[x])}" for i, x in enumerate(step.guesses)],
+             [f"argmax after guesses 0..{i - 1}: {label(t[x])}" for i, x in enumerate(step.outputs[:w])]]
+    return grid(rows, colors, ["guesses", "outputs"], hover,
+                f"plain Jacobi: {step.converged} guess{'es' if step.converged != 1 else ''} converged → "
+                f"{len(step.emitted)} token{'s' if len(step.emitted) != 1 else ''} this pass")
+
+
+def progress_figure(lookahead: list, jacobi: list) -> go.Figure:
+    """Tokens emitted per target pass, step by step, for lookahead and plain Jacobi, with the pool's size."""
+    fig = go.Figure()
+    fig.add_trace(go.Bar(x=[s.step + 1 for s in lookahead], y=[len(s.emitted) for s in lookahead],
+                         name="lookahead: tokens this pass", marker_color=NEW_LEVEL))
+    fig.add_trace(go.Bar(x=[s.step + 1 for s in jacobi], y=[len(s.emitted) for s in jacobi],
+                         name="plain Jacobi: tokens this pass", marker_color="#9e9e9e"))
+    fig.add_trace(go.Scatter(x=[s.step + 1 for s in lookahead], y=[s.pool_size for s in lookahead], yaxis="y2",
+                             name="n-grams in the pool", mode="lines+markers", line=dict(color=ACCEPTED)))
+    fig.update_layout(barmode="group", height=320, margin=dict(l=10, r=10, t=40, b=10),
+                      title="tokens per target pass: the pool is what makes lookahead gain",
+                      xaxis=dict(title="target pass"), yaxis=dict(title="tokens", dtick=1, rangemode="tozero"),
+                      yaxis2=dict(title="pool", overlaying="y", side="right", rangemode="tozero", showgrid=False),
+                      legend=dict(orientation="h", y=-0.3))
+    return fig
