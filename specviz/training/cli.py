@@ -104,13 +104,13 @@ def add_eval_args(ap: argparse.ArgumentParser) -> None:
 
 def add_medusa_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--heads", type=int, default=4, help="Medusa heads: head k drafts the k-th token ahead")
-    ap.add_argument("--prompts", type=int, default=960, help="training prompts, one greedy answer each")
-    ap.add_argument("--max-new-tokens", type=int, default=96)
+    ap.add_argument("--prompts", type=int, default=256, help="training prompts, one greedy answer each")
+    ap.add_argument("--max-new-tokens", type=int, default=64)
     ap.add_argument("--topk", type=int, default=32)
     ap.add_argument("--gen-batch", type=int, default=32)
-    ap.add_argument("--steps", type=int, default=1200)
+    ap.add_argument("--steps", type=int, default=450)
     ap.add_argument("--lr", type=float, default=1e-3)
-    ap.add_argument("--batch", type=int, default=256, help="answer positions per step")
+    ap.add_argument("--batch", type=int, default=128, help="answer positions per step")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--choices", type=int, default=16, help="paths in the default tree (config.json)")
     ap.add_argument("--eval-prompts", type=int, default=12, help="held-out prompts for the accuracy figures")
@@ -228,10 +228,9 @@ def run_medusa(a: argparse.Namespace) -> int:
     torch.manual_seed(a.seed)
     t0 = time.time()
     target, tok = load_target()  # frozen: only its answers, states and head rows are read
-    data_path, last = pathlib.Path(a.data), target.config.num_hidden_layers
-    jobs = [(p, 0.0) for p in medusa.training_prompts(a.seed, a.prompts)]
-    records = cached_data(data_path, jobs, tok, a.max_new_tokens, a.topk, a.gen_batch, a.seed, log=log)
-    states = feature.cached_features(data_path.with_name("medusa_feats.pt"), records, [last], load_target, log)
+    last = target.config.num_hidden_layers
+    records, states = medusa.cached_answers(pathlib.Path(a.data), medusa.training_prompts(a.seed, a.prompts), target, tok,
+                                            a.max_new_tokens, a.topk, a.gen_batch, log)
     table = medusa.position_table(records, states, a.heads)
     log(f"data ready: {len(records)} answers, {table['x'].shape[0]} positions in {time.time() - t0:.0f} s")
     heads = medusa.untrained_heads(target, pathlib.Path(a.token_draft), a.heads)

@@ -1,0 +1,147 @@
+"""Medusa-1 heads (specviz/drafters/medusa.py): the choices list -> tree shape, greedy tree speculation
+token-identical to plain greedy for several choices lists, the shipped heads beat untrained ones on a
+held-out prompt, and typical acceptance (verify.verify_tree_typical) is measurably LOSSY while the exact
+rule is not (verify.first_token_tv)."""
+import pytest
+import torch
+
+from conftest import chat
+from specviz.drafters.medusa import MedusaDrafter, choice_tree, tree_from_choices
+from specviz.models import SHIPPED_DRAFT
+from specviz.plain import plain_steps
+from specviz.step import run_steps
+from specviz.training.evaluate import evaluation_prompts
+from specviz.training.medusa import greedy_states, head_accuracy, untrained_heads
+from specviz.tree import tree_speculative_steps
+from specviz.verify import TokenTree, first_token_distribution, first_token_tv, typical_threshold, verify_tree, verify_tree_typical
+
+CHOICES = ((0,), (1,), (0, 0), (0, 1), (1, 0), (0, 0, 0))
+
+
+# ---------------------------------------------------------------- choices -> tree (no model)
+def test_choices_give_the_known_tree():
+    paths = tree_from_choices(CHOICES, budget=99, depth=9)
+    assert paths == [(0,), (1,), (0, 0), (0, 1), (1, 0), (0, 0, 0)]
+    top_ids = torch.tensor([[10, 11, 12], [20, 21, 22], [30, 31, 32]])  # head h's k-th candidate: 10 h + k
+    top_q = torch.full((3, 3), 0.5)
+    tree = choice_tree(paths, top_ids, top_q)
+    assert tree.tokens == (10, 11, 20, 21, 20, 30)  # depth d = head d; siblings: that head's candidates in turn
+    assert tree.parents == (-1, -1, 0, 0, 1, 2)
+    assert tree.depths == [1, 1, 2, 2, 2, 3]
+    assert tree.q is None  # deterministic top-k picks: one-hot q for the verifier
+    # node 5 = (0, 0, 0) sees the root's child 0, its child 2 and itself; nothing of the (1, ...) branch
+    assert tree.ancestry()[5].tolist() == [True, False, True, False, False, True]
+
+
+def test_choices_truncated_to_budget_and_depth_stay_a_tree():
+    assert tree_from_choices(CHOICES, budget=3, depth=9) == [(0,), (1,), (0, 0)]
+    assert tree_from_choices(CHOICES, budget=99, depth=1) == [(0,), (1,)]
+    # a path whose parent is not kept is skipped (here (0, 1)'s parent (0,) is cut by the order)
+    assert tree_from_choices(((1,), (0, 1), (0,), (0, 0)), budget=99, depth=9) == [(1,), (0,), (0, 0)]
+
+
+# ---------------------------------------------------------------- typical acceptance (no model)
+def test_typical_accepts_a_token_the_exact_rule_rejects_with_positive_probability():
+    p = torch.tensor([[0.5, 0.3, 0.2], [0.2, 0.3, 0.5]])
+    tree = TokenTree((1,), (-1,))  # one drafted token, 1, deterministic (one-hot q)
+    # exact rule: accepted with probability min(1, p(1)/q(1)) = 0.3, so rejected 70 % of the time
+    exact = [verify_tree(tree, p, False, torch.Generator().manual_seed(s)).path for s in range(200)]
+    assert 0 < sum(1 for path in exact if path) < 200
+    # typical: threshold min(0.09, 0.3 exp(-H(p))) = 0.09 < 0.3: accepted on every seed
+    assert typical_threshold(p[0], 0.09, 0.3) == pytest.approx(0.09)
+    for s in range(20):
+        v = verify_tree_typical(tree, p, False, torch.Generator().manual_seed(s), (0.09, 0.3))
+        assert v.path == (0,) and v.origin == "bonus"
+    # so its first token is 1 with certainty: TV from p = (0.5 + 0.7 + 0.2) / 2
+    assert first_token_tv(tree, p, (0.09, 0.3)) == pytest.approx(0.7)
+
+
+def test_typical_keeps_the_longest_passing_path_and_rejects_unlikely_tokens():
+    # rows: the root, then nodes 0..3. Root children 1 (p 0.55) and 2 (p 0.4) both pass (threshold 0.258);
+    # under 1 the child 1 has p 0.05 (fails), under 2 the child 2 has p 0.8 (passes)
+    p = torch.tensor([[0.05, 0.55, 0.4], [0.9, 0.05, 0.05], [0.1, 0.1, 0.8], [0.7, 0.2, 0.1], [0.1, 0.8, 0.1]])
+    tree = TokenTree((1, 2, 1, 2), (-1, -1, 0, 1))
+    v = verify_tree_typical(tree, p, True, torch.Generator(), (0.3, 0.6))
+    # Medusa keeps the LONGEST passing path (2, 2), not the first passing child's; then the bonus (argmax)
+    assert v.path == (1, 3) and v.token == 1 and v.origin == "bonus"
+    assert [r.node for r in v.rulings] == [0, 1, 3]  # the children tried along the kept path
+    low = torch.tensor([[0.98, 0.01, 0.01], [1 / 3] * 3])
+    assert verify_tree_typical(TokenTree((1,), (-1,)), low, True, torch.Generator(), (0.09, 0.3)).path == ()
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_first_token_tv_is_zero_for_the_exact_rule_by_enumeration(seed):
+    g = torch.Generator().manual_seed(seed)
+    vocab = 6
+    tree = TokenTree((0, 3, 5, 1, 2), (-1, -1, -1, 0, 1))  # three root children, one-hot q
+    p = torch.softmax(torch.randn(len(tree) + 1, vocab, generator=g, dtype=torch.float64) * 2, -1)
+    assert first_token_tv(tree, p) < 1e-12
+    dist = first_token_distribution(tree, p)
+    assert float(dist.sum()) == pytest.approx(1.0, abs=1e-12)
+    assert first_token_tv(tree, p, (0.09, 0.3)) >= 0.0
+
+
+# ---------------------------------------------------------------- on the embedded model
+PROMPTS = ["Write a Python function that reverses a list.", "Why is the sky blue?", "List three uses of copper."]
+N = 24
+
+
+@pytest.fixture(scope="module")
+def references(models):
+    tok = models.tokenizer
+    out = []
+    for text in PROMPTS:
+        ids = chat(tok, text)
+        out.append((ids, run_steps(plain_steps(models.target, tok, ids, N))[1].token_ids))
+    return out
+
+
+def test_shipped_heads_load_with_their_default_tree(models):
+    assert models.medusa is not None, "models/medusa is missing"
+    heads = models.medusa
+    assert heads.num_heads in (3, 4) and heads.read_layer == models.target.config.num_hidden_layers
+    paths = tree_from_choices(heads.choices, 99, heads.num_heads)
+    assert len(paths) == len(heads.choices) >= 8  # the shipped list is a tree, parents first
+
+
+@pytest.mark.parametrize("choices", [None, CHOICES, ((0,), (0, 0), (0, 0, 0)), ((0,), (1,), (2,), (3,))],
+                         ids=["shipped", "small", "chain", "wide"])
+def test_medusa_tree_greedy_equals_plain_greedy(models, references, choices):
+    for ids, ref in references:
+        drafter = MedusaDrafter(models.medusa, choices)
+        events, result = run_steps(tree_speculative_steps(models.target, drafter, models.tokenizer, ids, N,
+                                                          budget=16, depth=4))
+        assert result.token_ids == ref
+        assert [t for e in events for t in e.emitted] == ref
+        done = 0
+        for e in events:  # the first cycle too drafts: the prefill pass brought the states
+            assert (1 if done < N - 1 else 0) <= len(e.nodes) <= min(16, len(drafter.choices))  # none when 1 token is left
+            done += len(e.emitted)
+        assert result.counters.tokens / result.counters.verify_passes > 1.0
+
+
+def test_untrained_heads_are_still_exact(models, references):
+    ids, ref = references[0]
+    fresh = untrained_heads(models.target, SHIPPED_DRAFT, 4)
+    _, result = run_steps(tree_speculative_steps(models.target, MedusaDrafter(fresh), models.tokenizer, ids, N))
+    assert result.token_ids == ref
+
+
+def test_shipped_heads_beat_untrained_heads_on_a_held_out_prompt(models):
+    """Fails if untrained (zero-block) heads were shipped: each would predict the NEXT token, not k ahead."""
+    ids = evaluation_prompts(models.tokenizer, 1)[0]  # a held-out subject, never trained on
+    seq, states = greedy_states(models.target, ids, 48)
+    fresh = untrained_heads(models.target, SHIPPED_DRAFT, models.medusa.num_heads)
+    trained, untrained = head_accuracy(models.medusa, states, len(ids), seq), head_accuracy(fresh, states, len(ids), seq)
+    top1 = trained[:, 0] / trained[:, -1]
+    top1_fresh = untrained[:, 0] / untrained[:, -1]
+    assert float(top1[0]) > float(top1_fresh[0]) + 0.2  # head 1: the next drafted token
+    assert float(top1.mean()) > float(top1_fresh.mean()) + 0.1
+
+
+def test_typical_acceptance_runs_in_the_engine_and_is_marked(models, references):
+    ids, _ = references[1]
+    events, result = run_steps(tree_speculative_steps(models.target, MedusaDrafter(models.medusa), models.tokenizer,
+                                                      ids, 16, typical=(0.09, 0.3)))
+    assert events and all(e.verify_mode == "typical" for e in events)
+    assert [t for e in events for t in e.emitted] == result.token_ids and len(result.token_ids) <= 16
