@@ -102,12 +102,13 @@ def longest_match(candidates: list[tuple[int, ...]], root_choice: int, cand_choi
     return best, best_m
 
 
-def initial_level(prompt_ids: list[int], window: int, seed: int) -> list[int]:
-    """Level 0 before any iteration: W tokens drawn from the prompt (the paper's initialisation): any guess
-    works, since nothing is accepted without verification; prompt tokens are likelier than random ones."""
+def initial_level(prompt_ids: list[int], window: int, seed: int, special: set[int] = frozenset()) -> list[int]:
+    """Level 0 before any iteration: W tokens drawn from the prompt (the paper's initialisation), leaving out
+    the chat template's special tokens: any guess works, since nothing is accepted without verification,
+    and the prompt's words are likelier guesses than random tokens."""
+    words = [x for x in prompt_ids if x not in special] or list(prompt_ids)
     gen = torch.Generator().manual_seed(seed)
-    picks = torch.randint(len(prompt_ids), (window,), generator=gen).tolist()
-    return [prompt_ids[i] for i in picks]
+    return [words[i] for i in torch.randint(len(words), (window,), generator=gen).tolist()]
 
 
 def check(window: int, ngram: int, guesses: int) -> None:
@@ -122,7 +123,7 @@ def lookahead_steps(target, tokenizer, prompt_ids: list[int], max_new_tokens: in
     check(window, ngram, guesses)
     stepper, stop, pool = Stepper(target), eos_ids(target, tokenizer), NgramPool(guesses)
     ids, new, counters = list(prompt_ids), [], Counters()
-    levels = [initial_level(prompt_ids, window, seed)]
+    levels = [initial_level(prompt_ids, window, seed, set(tokenizer.all_special_ids))]
     step = 0
     while len(new) < max_new_tokens:
         context_len, cached = len(ids), stepper.cached
@@ -188,7 +189,7 @@ def jacobi_steps(target, tokenizer, prompt_ids: list[int], max_new_tokens: int, 
     check(window, 2, 0)
     stepper, stop = Stepper(target), eos_ids(target, tokenizer)
     ids, new, counters = list(prompt_ids), [], Counters()
-    guess = initial_level(prompt_ids, window, seed)
+    guess = initial_level(prompt_ids, window, seed, set(tokenizer.all_special_ids))
     step = 0
     while len(new) < max_new_tokens:
         context_len = len(ids)

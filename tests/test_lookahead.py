@@ -99,10 +99,10 @@ def test_lookahead_page_steps_and_draws():
         assert not at.exception, at.exception
     specs = [json.loads(e.proto.spec) for e in at.get("plotly_chart")]
     titles = [s["layout"]["title"]["text"] for s in specs]
-    assert any(t.startswith("lookahead branch") and "n-grams read down the columns" in t for t in titles), titles
-    assert any(t.startswith("verification branch") for t in titles)
+    assert any(t.startswith("lookahead window") and "n-grams down the columns" in t for t in titles), titles
+    assert any(t.startswith("verification") for t in titles)
     assert any(t.startswith("plain Jacobi") for t in titles)
-    window = next(s for s in specs if s["layout"]["title"]["text"].startswith("lookahead branch"))
+    window = next(s for s in specs if s["layout"]["title"]["text"].startswith("lookahead window"))
     assert len(window["layout"]["annotations"]) == 5 * 4  # 3 levels + the outputs row, W = 5 cells each
     assert [m.label for m in at.metric][:2] == ["Target passes", "Tokens (lookahead)"]
     assert at.metric[0].value == "4"

@@ -11,12 +11,12 @@ LEVEL, NEW_LEVEL, NOT_REACHED = "#90caf9", "#1565c0", "#e0e0e0"
 
 
 def grid(rows: list[list[str]], colors: list[list[str]], names: list[str], hover: list[list[str]], title: str,
-         height_per_row: int = 46) -> go.Figure:
+         height_per_row: int = 46, min_columns: int = 1) -> go.Figure:
     """A table of token cells as rectangles with their text: one shape per cell, text as annotations (a
     Heatmap cannot colour cells by category and keep the text readable)."""
     fig = go.Figure()
     n = len(rows)
-    width = max((len(r) for r in rows), default=1)
+    width = max([len(r) for r in rows] + [min_columns])
     for r, (row, cols, tips) in enumerate(zip(rows, colors, hover)):
         y = n - 1 - r
         for c, (text, color, tip) in enumerate(zip(row, cols, tips)):
@@ -48,9 +48,9 @@ def window_figure(step) -> go.Figure:
     hover.append([f"the target's argmax after column {i}: {label(t[x])}"
                   + (f"<br>n-gram: {' '.join(label(t[y]) for y in step.new_ngrams[i])}" if full else "")
                   for i, x in enumerate(step.outputs)])
-    return grid(rows, colors, names, hover, "lookahead branch: the 2-D Jacobi window"
-                + (f" — {len(step.new_ngrams)} n-grams read down the columns, {step.added} new" if full
-                   else f" — filling: {len(step.levels)} of {len(step.levels) + 1}+ levels, no n-grams yet"))
+    return grid(rows, colors, names, hover, "lookahead window · "
+                + (f"{len(step.new_ngrams)} n-grams down the columns, {step.added} new" if full
+                   else f"filling: {len(step.levels)} level{'s' if len(step.levels) > 1 else ''}, no n-grams yet"))
 
 
 def candidates_figure(step) -> go.Figure:
@@ -68,9 +68,9 @@ def candidates_figure(step) -> go.Figure:
     colors.append([ACCEPTED] * (len(step.emitted) - 1) + [BONUS])
     hover.append([f"emitted: {label(t[x])}" for x in step.emitted])
     names.append("emitted")
-    title = (f"verification branch: {len(step.candidates)} candidates after “{label(t[step.root])}”"
-             if step.candidates else f"verification branch: the pool has nothing after “{label(t[step.root])}” yet")
-    return grid(rows, colors, names, hover, title)
+    title = (f"verification · {len(step.candidates)} candidate{'s' if len(step.candidates) > 1 else ''} after “{label(t[step.root])}”"
+             if step.candidates else f"verification · no n-gram after “{label(t[step.root])}” yet")
+    return grid(rows, colors, names, hover, title, min_columns=4)
 
 
 def mask_figure(step) -> go.Figure:
