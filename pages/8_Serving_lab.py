@@ -135,19 +135,23 @@ if measured:
         "tokens/pass, whole batch": r["batch_tokens_per_pass"], "identical to greedy": r["identical"]}
         for r in measured["runs"]]).style.format(precision=2), hide_index=True, use_container_width=True)
     worst = measured["runs"][-1]
+    if measured.get("conditions"):
+        st.caption("Conditions: " + measured["conditions"])
     st.markdown(
         f"**Why the points sit where they do.** The dash-dot curve is the prediction for this run: the forward costs "
         f"measured at the same K = {measured['k']}, and a = {measured['a']:.2f}, the acceptance that gives the "
-        f"sequences' mean of {worst['mean_tokens_per_pass']:.2f} tokens per pass at B = {worst['batch']}. Three things "
-        "pull the measured points below it. **Ragged acceptance:** every sequence accepts its own number of drafts, "
-        "but the batch steps together, so it runs until its slowest sequence has its tokens: at "
-        f"B = {worst['batch']} the whole batch got {worst['batch_tokens_per_pass']:.2f} tokens per verify pass, not "
-        f"{worst['mean_tokens_per_pass']:.2f} (the open diamonds redo the prediction with that figure). **Padding "
-        "waste:** a sequence that has finished or rejected drafts still occupies its K+1 rows in every verify and its "
-        "row in every draft step. **CPU compute-bound:** on two CPU cores a verify of B·(K+1) rows is already "
-        "compute-bound at small B (v in the table above grows with B), so the free verification speculation relies "
-        "on is gone well before B = 16; on a GPU the same step stays memory-bound to a batch of a few dozen "
-        "(section 2). Timings are wall-clock on a shared machine: noisy.")
+        f"sequences' mean of {worst['mean_tokens_per_pass']:.2f} tokens per pass at B = {worst['batch']}. It assumes "
+        "every sequence gets that mean on every step. A real batch does not: **ragged acceptance** — each sequence "
+        "accepts its own number of drafts but the batch steps together, so it runs until its slowest sequence has "
+        f"its tokens; at B = {worst['batch']} the whole batch got {worst['batch_tokens_per_pass']:.2f} tokens per "
+        f"verify pass, not {worst['mean_tokens_per_pass']:.2f} (the open diamonds redo the prediction with the "
+        "batch's own figure). **Padding waste:** a sequence that has "
+        "finished or rejected drafts still fills its K+1 rows in every verify and its row in every draft step. "
+        "**CPU compute-bound:** on two CPU cores a verify of B·(K+1) rows is compute-bound already at small B (v in "
+        "the grid grows with B), so the free verification speculation relies on is gone well before B = 16; on a "
+        "GPU the same step stays memory-bound to a batch of a few dozen (section 2). At B = 1 nothing is ragged and "
+        "the measured speedup is the single-sequence one. Timings are wall-clock on a shared machine: noisy, the "
+        "grid (a handful of forwards per cell) most of all.")
 
 st.subheader("4 · Where speculation sits in a serving engine")
 st.graphviz_chart("""

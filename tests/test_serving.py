@@ -75,3 +75,42 @@ def test_serving_page_draws_the_calculations_and_measures():
     roof = [json.loads(e.proto.spec) for e in at.get("plotly_chart")][1]
     assert any("this CPU" in (t.get("name") or "") for t in roof["data"])
     assert any("compute-bound at batch" in m.value for m in at.markdown)
+
+
+def test_serving_page_puts_the_measured_batched_runs_on_the_speedup_chart():
+    """Without running anything the chart carries the committed batched measurement (docs/batched-*.json):
+    measured points at B = 1, 4, 16 beside the curve predicted with the same a and K; a run in this session
+    (session_state) replaces them."""
+    from streamlit.testing.v1 import AppTest
+
+    from specviz import batched as BT
+
+    committed = BT.load_measured()
+    assert committed is not None and [r["batch"] for r in committed["runs"]] == [1, 4, 16]
+    assert all(r["identical"] for r in committed["runs"])
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    at.run()
+    at.switch_page("pages/8_Serving_lab.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+
+    def speed_chart():
+        figs = [json.loads(e.proto.spec) for e in at.get("plotly_chart")]
+        return next(f for f in figs if "batch size" in f["layout"]["title"]["text"])["data"]
+
+    data = speed_chart()
+    points = next(t for t in data if t["name"].startswith("measured: batched speculative"))
+    assert points["x"] == [1, 4, 16]
+    assert points["y"] == pytest.approx([r["speedup"] for r in committed["runs"]])
+    curve = next(t for t in data if t["name"].startswith("predicted for the batched run"))
+    assert f"K = {committed['k']}" in curve["name"] and f"a = {committed['a']:.2f}" in curve["name"]
+    assert curve["x"] == [r["batch"] for r in committed["grid"]["rows"]]
+    assert any("Why the points sit where they do" in m.value for m in at.markdown)
+    assert at.button(key="sv_batched_run").label == "Run batched speculative greedy (B = 1, 4, 16)"
+
+    fake = json.loads(json.dumps(committed))
+    for r in fake["runs"]:
+        r["speedup"] = 0.5
+    at.session_state["sv_batched"] = fake
+    at.run()
+    assert next(t for t in speed_chart() if t["name"].startswith("measured:"))["y"] == [0.5, 0.5, 0.5]
+    assert any("run just now in this session" in m.value for m in at.markdown)
