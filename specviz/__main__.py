@@ -12,8 +12,8 @@ from .prompting import check_text
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m specviz")
     sub = ap.add_subparsers(dest="command", required=True)
-    d = sub.add_parser("decode", help="decode one prompt with greedy, sampling, beam or speculative decoding")
-    d.add_argument("--method", choices=["greedy", "sample", "beam", "speculative"], default="greedy")
+    d = sub.add_parser("decode", help="decode one prompt with greedy, sampling, beam, speculative or lookahead decoding")
+    d.add_argument("--method", choices=["greedy", "sample", "beam", "speculative", "lookahead"], default="greedy")
     d.add_argument("--prompt", required=True)
     d.add_argument("--chat", action="store_true", help="wrap the prompt in the tokenizer's chat template")
     d.add_argument("--max-new-tokens", type=int, default=64)
@@ -24,13 +24,16 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--drafter", choices=["feature", "token", "model", "ngram", "early-exit"], default=None,
                    help="default: the feature draft (embedded target), else the draft model, else n-gram lookup")
     d.add_argument("--early-exit-layers", type=int, default=4)
-    d.add_argument("--tree", choices=["none", "chain", "eagle2"], default="none",
+    d.add_argument("--tree", choices=["none", "chain", "eagle2", "medusa"], default="none",
                    help="verify a token tree in one target pass: 'chain' = the drafter's chain of --tree-depth tokens "
                         "(+ --tree-width - 1 runner-ups per depth), 'eagle2' = EAGLE-2 dynamic tree from the feature "
-                        "draft; 'none' = the chain loop with --k")
+                        "draft, 'medusa' = the shipped Medusa heads' static tree; 'none' = the chain loop with --k")
     d.add_argument("--tree-budget", type=int, default=16, help="nodes per tree (EAGLE-2)")
     d.add_argument("--tree-depth", type=int, default=5, help="deepest drafted position of a tree")
     d.add_argument("--tree-width", type=int, default=1, help="a chain tree's tokens per depth (the chain's + runner-ups)")
+    d.add_argument("--window", type=int, default=5, help="lookahead: window W (columns of the Jacobi window)")
+    d.add_argument("--ngram", type=int, default=4, help="lookahead: n-gram size N (the window has N - 1 levels)")
+    d.add_argument("--guesses", type=int, default=5, help="lookahead: pool n-grams verified per step G")
     d.add_argument("--temperature", type=float, default=None,
                    help="0 = greedy; default 0 for greedy/beam/speculative, 1 for sample")
     d.add_argument("--top-k", type=int, default=0)
@@ -48,6 +51,11 @@ def _check(a) -> None:
     check_text(a.prompt)  # before the model loads: bad input fails fast
     if a.max_new_tokens < 1 or a.max_new_tokens > 4096:
         raise SpecVizError(f"--max-new-tokens must be between 1 and 4096; got {a.max_new_tokens}.")
+    if a.method == "lookahead" and not (1 <= a.window <= 64 and 2 <= a.ngram <= 16 and 0 <= a.guesses <= 64):
+        raise SpecVizError(f"--window must be 1..64, --ngram 2..16 and --guesses 0..64; got {a.window}, {a.ngram}, "
+                           f"{a.guesses}.")
+    if a.method == "lookahead" and a.temperature:
+        raise SpecVizError("Lookahead decoding here is greedy only: leave out --temperature (or pass 0).")
     if a.method == "beam" and not 1 <= a.num_beams <= 64:
         raise SpecVizError(f"--num-beams must be between 1 and 64; got {a.num_beams}.")
     if a.method == "speculative" and not 1 <= a.k <= 64:
@@ -64,6 +72,7 @@ def decode(a) -> dict:
     # imported here, not at the top: `--help` and bad input answer before torch and transformers load
     from .beam import beam_steps
     from .drafters import drafter_choices, make_drafter
+    from .lookahead import lookahead_steps
     from .plain import plain_steps
     from .models import load_models, load_target
     from .prompting import context_size, encode_prompt
@@ -90,8 +99,10 @@ def decode(a) -> dict:
             return run_steps(plain_steps(model, tok, ids, a.max_new_tokens, c))[1]
         if a.method == "beam":
             return run_steps(beam_steps(model, tok, ids, a.num_beams, a.max_new_tokens, a.length_penalty))[1]
+        if a.method == "lookahead":
+            return run_steps(lookahead_steps(model, tok, ids, a.max_new_tokens, a.window, a.ngram, a.guesses))[1]
         kind = a.drafter or next(iter(drafter_choices(models).values()))  # the best these models have
-        drafter = make_drafter("eagle2" if a.tree == "eagle2" else kind, models, early_exit_layers=a.early_exit_layers)
+        drafter = make_drafter(a.tree if a.tree in ("eagle2", "medusa") else kind, models, early_exit_layers=a.early_exit_layers)
         if a.tree != "none":
             return run_steps(tree_speculative_steps(model, drafter, tok, ids, a.max_new_tokens, a.tree_budget,
                                                     a.tree_depth, a.tree_width, c))[1]

@@ -21,8 +21,9 @@ from dataclasses import dataclass
 
 import torch
 
-from .drafters import Eagle2Drafter, FeatureDrafter, ModelDrafter, NgramDrafter
+from .drafters import Eagle2Drafter, FeatureDrafter, MedusaDrafter, ModelDrafter, NgramDrafter, StagedDrafter, SuffixDrafter
 from .errors import SpecVizError
+from .lookahead import lookahead_steps
 from .plain import plain_steps
 from .measure import forward_ms, timed_rounds
 from .models import load_models
@@ -46,21 +47,23 @@ def load_prompts():
 class Config:
     """One row of the benchmark: what runs, described by fields rather than by its name."""
     name: str
-    method: str  # "plain" (ours), "speculative" (ours) or "hf" (transformers' generate)
-    drafter: str | None = None  # "ngram" | "token" | "feature"
+    method: str  # "plain" (ours), "speculative" (ours), "lookahead" (ours, no drafter) or "hf" (transformers' generate)
+    drafter: str | None = None  # "ngram" | "token" | "feature" | "suffix" | "staged"
     k: int | None = None  # None with dynamic K
     dynamic_k: bool = False
     sampling: bool = False  # T = 1 instead of greedy
     hf: str | None = None  # transformers' peer of a drafter: "assisted" | "prompt-lookup"
     unpacked: bool = False  # the same models with plain nn.Linear layers
-    tree: str | None = None  # "eagle2": a dynamic token tree verified in one pass (specviz/tree.py)
+    tree: str | None = None  # "eagle2" / "medusa": a token tree verified in one pass (specviz/tree.py)
     tree_budget: int = 16  # nodes per tree
     tree_depth: int = 5  # deepest drafted position
+
+    lookahead: tuple[int, int, int] = (5, 4, 5)  # window W, n-gram size N, candidates G (method "lookahead")
 
     @property
     def greedy_speculative(self) -> bool:
         """Must reproduce plain greedy token for token."""
-        return self.method == "speculative" and not self.sampling
+        return self.method in ("speculative", "lookahead") and not self.sampling
 
     @property
     def peer(self) -> str | None:
@@ -84,6 +87,13 @@ def configs(models, ks, dynamic_k: bool, hf_peers: bool, sampling: bool, unpacke
             out.append(Config(f"spec {d} dynamic", "speculative", d, None, dynamic_k=True))
         if trees and d == "feature":  # the EAGLE-2 tree from the same feature draft (greedy: token identity checked)
             out.append(Config("spec eagle2 N=16 D=5", "speculative", d, None, tree="eagle2"))
+    if trees and getattr(models, "medusa", None) is not None:
+        out.append(Config("spec medusa N=16 D=4", "speculative", "medusa", None, tree="medusa", tree_depth=4))
+    # beyond one draft model: suffix decoding and staged speculation at K = 4, lookahead with no drafter at all
+    out.append(Config("spec suffix K=4", "speculative", "suffix", 4))
+    if models.draft is not None:
+        out.append(Config("spec staged K=4", "speculative", "staged", 4))
+    out.append(Config("lookahead W=5 N=4 G=5", "lookahead"))
     if unpacked:  # what packing buys: the same model with plain nn.Linear layers
         out.append(Config("unpacked greedy", "plain", unpacked=True))
         if models.draft is not None:
@@ -113,11 +123,17 @@ def runner(cfg: Config, models):
         return hf
     if cfg.method == "plain":
         return lambda ids, n: counted(plain_steps(target, tok, ids, n, sampling))
+    if cfg.method == "lookahead":
+        return lambda ids, n: counted(lookahead_steps(target, tok, ids, n, *cfg.lookahead))
+    if cfg.tree == "medusa":  # the shipped heads' default medusa_choices, cut to the budget
+        return lambda ids, n: counted(tree_speculative_steps(target, MedusaDrafter(models.medusa), tok, ids, n,
+                                                             cfg.tree_budget, cfg.tree_depth, cfg=sampling))
     if cfg.tree == "eagle2":
         return lambda ids, n: counted(tree_speculative_steps(target, Eagle2Drafter(models.feature_draft), tok, ids, n,
                                                              cfg.tree_budget, cfg.tree_depth, cfg=sampling))
     make = {"ngram": NgramDrafter, "token": lambda: ModelDrafter(models.draft),
-            "feature": lambda: FeatureDrafter(models.feature_draft)}[cfg.drafter]
+            "feature": lambda: FeatureDrafter(models.feature_draft), "suffix": SuffixDrafter,
+            "staged": lambda: StagedDrafter(models.draft)}[cfg.drafter]
     k = cfg.k or 4  # dynamic K starts at 4
     return lambda ids, n: counted(speculative_steps(target, make(), tok, ids, n, k, sampling, cfg.dynamic_k, k_max=16))
 
@@ -181,7 +197,7 @@ def aggregate(cfgs: list[Config], seconds: dict, outputs: dict, prompts, fm: dic
         tokens = sum(len(outputs[(c.name, p)][0]) for p in names)
         secs = sum(statistics.median(seconds[(c.name, p)]) for p in names)
         row = {"tokens": tokens, "seconds": secs, "tokens_per_s": tokens / secs}
-        if c.method == "speculative":
+        if c.method in ("speculative", "lookahead"):
             total = sum((outputs[(c.name, p)][1] for p in names[1:]), outputs[(c.name, names[0])][1])
             a = total.acceptance_rate
             row |= {"acceptance_rate": a, "mean_acceptance_length": total.mean_acceptance_length,

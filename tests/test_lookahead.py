@@ -106,3 +106,19 @@ def test_lookahead_page_steps_and_draws():
     assert len(window["layout"]["annotations"]) == 5 * 4  # 3 levels + the outputs row, W = 5 cells each
     assert [m.label for m in at.metric][:2] == ["Target passes", "Tokens (lookahead)"]
     assert at.metric[0].value == "4"
+
+
+def test_cli_lookahead_matches_greedy_and_refuses_bad_settings(capsys):
+    from specviz.__main__ import main
+
+    assert main(["decode", "--method", "lookahead", "--prompt", "hi", "--window", "0"]) == 2
+    assert "--window" in capsys.readouterr().err
+    assert main(["decode", "--method", "lookahead", "--prompt", "hi", "--temperature", "0.7"]) == 2
+    assert "greedy only" in capsys.readouterr().err
+    args = ["--chat", "--prompt", "Count from one to ten in words.", "--max-new-tokens", "24", "--json"]
+    assert main(["decode", "--method", "lookahead", *args]) == 0
+    la = json.loads(capsys.readouterr().out)
+    assert main(["decode", "--method", "greedy", *args]) == 0
+    greedy = json.loads(capsys.readouterr().out)
+    assert la["token_ids"] == greedy["token_ids"] and la["method"] == "lookahead"
+    assert la["target_passes"] <= greedy["target_passes"]

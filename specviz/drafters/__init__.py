@@ -7,18 +7,19 @@ from .base import Drafter
 from .eagle2 import EAGLE2_LABEL, Eagle2Drafter
 from .early_exit import early_exit_drafter, early_exit_model
 from .feature import FeatureDrafter
+from .medusa import MEDUSA_LABEL, MedusaDrafter
 from .model import ModelDrafter
 from .ngram import NgramDrafter
 from .staged import StagedDrafter
 from .suffix import SuffixDrafter
 
-__all__ = ["Drafter", "Eagle2Drafter", "FeatureDrafter", "ModelDrafter", "NgramDrafter", "StagedDrafter", "SuffixDrafter", "early_exit_drafter",
+__all__ = ["Drafter", "Eagle2Drafter", "FeatureDrafter", "MedusaDrafter", "ModelDrafter", "NgramDrafter", "StagedDrafter", "SuffixDrafter", "early_exit_drafter",
            "early_exit_model", "LABELS", "drafter_choices", "make_drafter"]
 
 FEATURE_LABEL = "feature draft (EAGLE-style)"
 TOKEN_LABEL = "token draft"
 LABELS = {"feature": FEATURE_LABEL, "token": TOKEN_LABEL, "ngram": "n-gram lookup",
-          "early-exit": "early exit (untrained)", "eagle2": EAGLE2_LABEL}
+          "early-exit": "early exit (untrained)", "eagle2": EAGLE2_LABEL, "medusa": MEDUSA_LABEL}
 ALIASES = {"model": "token"}  # the name links and scripts used before the token draft had its name
 
 
@@ -40,6 +41,10 @@ def make_drafter(kind: str, models=None, target=None, early_exit_layers: int = 4
         if models is None or models.feature_draft is None:
             raise SpecVizError("The EAGLE-2 tree needs the feature draft, which exists only for the embedded target.")
         return Eagle2Drafter(models.feature_draft)
+    if kind == "medusa":  # a tree drafter (proposes_tree): run it with specviz.tree.tree_speculative_steps
+        if models is None or getattr(models, "medusa", None) is None:
+            raise SpecVizError("The Medusa heads exist only for the embedded target (models/medusa).")
+        return MedusaDrafter(models.medusa)
     if kind == "ngram":
         return NgramDrafter()
     if kind == "early-exit":

@@ -42,4 +42,4 @@ class StagedDrafter(ModelDrafter):
             out += new
             ctx += new
             self.stepper.crop(len(ctx) - 1)  # drop the draft's cache entries of rejected guesses
-        return out[:k], torch.stack(qs[:k])
+        return out[:k], (torch.stack(qs[:k]) if k > 0 else None)  # k = 0 near max_new_tokens: nothing drafted
