@@ -89,17 +89,13 @@ def lookahead_inputs(levels: list[list[int]], candidates: list[tuple[int, ...]],
     return tokens, positions, allowed
 
 
-def longest_match(candidates: list[tuple[int, ...]], root_choice: int, cand_choices: list[list[int]]) -> tuple[int, int]:
-    """Greedy verification of the candidates: candidate c's token 0 must equal the root's argmax and its token
-    j the argmax after its token j - 1. Returns (best candidate or -1, tokens it got accepted)."""
-    best, best_m = -1, 0
-    for g, (cand, choice) in enumerate(zip(candidates, cand_choices)):
-        m = 0
-        while m < len(cand) and cand[m] == (root_choice if m == 0 else choice[m - 1]):
-            m += 1
-        if m > best_m:
-            best, best_m = g, m
-    return best, best_m
+def agreed(candidate: tuple[int, ...], root_choice: int, after: list[int]) -> int:
+    """Greedy verification of one candidate: how many of its leading tokens the target agrees with. Token 0
+    must equal the root's argmax, token j the argmax after token j - 1 (after[j - 1], from the same pass)."""
+    m = 0
+    while m < len(candidate) and candidate[m] == (root_choice if m == 0 else after[m - 1]):
+        m += 1
+    return m
 
 
 def initial_level(prompt_ids: list[int], window: int, seed: int, special: set[int] = frozenset()) -> list[int]:
@@ -135,8 +131,8 @@ def lookahead_steps(target, tokenizer, prompt_ids: list[int], max_new_tokens: in
         filled = stepper.cached
         outputs = choice[1 + (len(levels) - 1) * window:1 + len(levels) * window]  # after the newest level
         starts = [1 + len(levels) * window + sum(map(len, candidates[:g])) for g in range(len(candidates))]
-        matched = [longest_match([c], choice[0], [choice[s:s + len(c)]])[1] for s, c in zip(starts, candidates)]
-        best = max(range(len(candidates)), key=lambda g: (matched[g], -g)) if any(matched) else -1
+        matched = [agreed(c, choice[0], choice[s:s + len(c)]) for s, c in zip(starts, candidates)]
+        best = max(range(len(candidates)), key=lambda g: (matched[g], -g)) if any(matched) else -1  # newest wins ties
         m = matched[best] if best >= 0 else 0
         emitted = list(candidates[best][:m]) + [choice[starts[best] + m - 1]] if best >= 0 else [choice[0]]
         emitted = stopped(emitted[:max_new_tokens - len(new)], stop)
@@ -145,10 +141,10 @@ def lookahead_steps(target, tokenizer, prompt_ids: list[int], max_new_tokens: in
         stepper.keep_slots(list(range(context_len)) + kept)
 
         ngrams = [tuple(lv[i] for lv in levels) + (outputs[i],) for i in range(window)] if len(levels) == ngram - 1 else []
-        added = sum(pool.add(g) for g in ngrams)
+        fresh = [pool.add(g) for g in ngrams]
         yield LookaheadStep(
             step=step, context_len=context_len, root=ids[-1], levels=tuple(map(tuple, levels)), outputs=tuple(outputs),
-            new_ngrams=tuple(ngrams), added=added, pool_size=len(pool), candidates=tuple(candidates),
+            new_ngrams=tuple(ngrams), fresh=tuple(fresh), added=sum(fresh), pool_size=len(pool), candidates=tuple(candidates),
             matched=tuple(matched), best=best, emitted=tuple(emitted),
             texts=texts(tokenizer, [ids[-1], *outputs, *emitted, *(x for lv in levels for x in lv),
                                     *(x for c in candidates for x in c)]),

@@ -275,7 +275,8 @@ class LookaheadStep:
     levels: tuple[tuple[int, ...], ...]  # the 2-D window fed this step, oldest level first, W tokens each
     outputs: tuple[int, ...]  # the target's argmax after each column of the newest level: the next level
     new_ngrams: tuple[tuple[int, ...], ...]  # one per column once the window has N - 1 levels
-    added: int  # of those, not already in the pool
+    fresh: tuple[bool, ...]  # per n-gram: not in the pool before this step
+    added: int  # how many were fresh
     pool_size: int  # n-grams in the pool after this step
     candidates: tuple[tuple[int, ...], ...]  # the verification branch: pool n-grams following the root (N - 1 tokens)
     matched: tuple[int, ...]  # per candidate: leading tokens the target agreed with

@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import chat
 from specviz.errors import SpecVizError
-from specviz.lookahead import NgramPool, jacobi_steps, lookahead_inputs, lookahead_steps
+from specviz.lookahead import NgramPool, agreed, jacobi_steps, lookahead_inputs, lookahead_steps
 from specviz.plain import plain_steps
 from specviz.step import run_steps
 
@@ -35,6 +35,14 @@ def test_mask_and_positions_of_a_small_pass():
         [1, 0, 0, 0, 0, 1, 0],  # candidate token 0
         [1, 0, 0, 0, 0, 1, 1],  # candidate token 1: its own token 0
     ]
+
+
+@pytest.mark.fast
+def test_agreed_counts_the_leading_tokens_the_target_confirms():
+    # the root's argmax is 7; after the candidate's own tokens the pass said 8, then 9, then 4
+    assert agreed((7, 8, 9), 7, [8, 9, 4]) == 3
+    assert agreed((7, 8, 5), 7, [8, 9, 4]) == 2  # 5 where the target wanted 9
+    assert agreed((6, 8, 9), 7, [8, 9, 4]) == 0  # wrong from the first token: nothing after it counts
 
 
 @pytest.mark.fast
@@ -84,6 +92,7 @@ def test_pool_makes_lookahead_gain_over_plain_jacobi(embedded):
     assert gained and all(e.best >= 0 and e.matched[e.best] == len(e.emitted) - 1 for e in gained)
     assert all(not e.new_ngrams for e in events[:2]) and events[2].new_ngrams  # N - 1 = 3 levels before n-grams
     assert events[-1].pool_size > 0
+    assert all(len(e.fresh) == len(e.new_ngrams) and e.added == sum(e.fresh) for e in events)
     # the KV cache keeps the context and the accepted candidate tokens only
     for e in events:
         assert e.target_cache.after == e.context_len + len(e.emitted) - 1

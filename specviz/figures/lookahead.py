@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 
 from . import ACCEPTED, BONUS, REJECTED, label
 
-LEVEL, NEW_LEVEL, NOT_REACHED = "#90caf9", "#1565c0", "#e0e0e0"
+LEVEL, NEW_LEVEL, KNOWN, NOT_REACHED = "#90caf9", "#1565c0", "#7986cb", "#e0e0e0"
 
 
 def grid(rows: list[list[str]], colors: list[list[str]], names: list[str], hover: list[list[str]], title: str,
@@ -41,15 +41,18 @@ def window_figure(step) -> go.Figure:
     t = step.texts
     rows = [[label(t[x]) for x in level] for level in step.levels] + [[label(t[x]) for x in step.outputs]]
     names = [f"level {l}" for l in range(len(step.levels))] + ["outputs → next level"]
-    colors = [[LEVEL] * len(level) for level in step.levels] + [[NEW_LEVEL] * len(step.outputs)]
     full = bool(step.new_ngrams)
+    # the outputs row: dark where its column's n-gram is new to the pool, muted where the pool had it already
+    colors = [[LEVEL] * len(level) for level in step.levels] + [
+        [NEW_LEVEL if not full or step.fresh[i] else KNOWN for i in range(len(step.outputs))]]
     hover = [[f"level {l}, column {i}: {label(t[x])!s}<br>position id context + {i + l}"
               for i, x in enumerate(level)] for l, level in enumerate(step.levels)]
     hover.append([f"the target's argmax after column {i}: {label(t[x])}"
-                  + (f"<br>n-gram: {' '.join(label(t[y]) for y in step.new_ngrams[i])}" if full else "")
+                  + (f"<br>n-gram: {' '.join(label(t[y]) for y in step.new_ngrams[i])}"
+                     + (" (new to the pool)" if step.fresh[i] else " (already in the pool)") if full else "")
                   for i, x in enumerate(step.outputs)])
     return grid(rows, colors, names, hover, "lookahead window · "
-                + (f"{len(step.new_ngrams)} n-grams down the columns, {step.added} new" if full
+                + (f"{len(step.new_ngrams)} n-grams down the columns, {step.added} new (dark)" if full
                    else f"filling: {len(step.levels)} level{'s' if len(step.levels) > 1 else ''}, no n-grams yet"))
 
 
