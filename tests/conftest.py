@@ -1,5 +1,6 @@
 import os
 import pathlib
+import shutil
 import sys
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing may download at test time
@@ -53,8 +54,26 @@ import subprocess  # noqa: E402
 import time  # noqa: E402
 import urllib.request  # noqa: E402
 
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    assert pathlib.Path(CHROMIUM).exists(), "Debian's chromium is needed: apt-get install chromium (make browser)"
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield b
+        b.close()
+
+
+def settle(page, timeout=180_000):
+    """Wait until Streamlit has finished the rerun the last action started."""
+    page.wait_for_timeout(150)
+    page.wait_for_selector("[data-testid=stApp][data-test-script-state=notRunning]", timeout=timeout)
+
 
 
 def free_port() -> int:

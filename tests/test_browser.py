@@ -1,7 +1,6 @@
 """End to end in a real headless Chromium (Debian's, driven by Playwright): start the server, open
 every page by direct URL, step the pages, assert what is shown, save screenshots, time a Step."""
 import os
-import shutil
 import statistics
 import time
 from pathlib import Path
@@ -10,31 +9,14 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOTS = ROOT / "test-artifacts" / "screenshots"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = pytest.mark.skipif(os.environ.get("SPECVIZ_SKIP_BROWSER") == "1", reason="SPECVIZ_SKIP_BROWSER=1")
-from conftest import CHROMIUM_ARGS as ARGS  # noqa: E402
+from conftest import browser, settle  # noqa: E402,F401  (the shared Chromium fixture)
 from ui.registry import PAGES as REGISTERED  # noqa: E402
 
 # every registered page, by the URL path st.navigation gives it (the file name less its number prefix)
 PAGES = [""] + [Path(p.path).stem.split("_", 1)[1] for p in REGISTERED]
 NAV_TITLES = ["Home"] + [p.title for p in REGISTERED]
 
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    assert Path(CHROMIUM).exists(), "Debian's chromium is needed: apt-get install chromium (make browser)"
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        yield b
-        b.close()
-
-
-def settle(page, timeout=180_000):
-    """Wait until Streamlit has finished the rerun the last action started."""
-    page.wait_for_timeout(150)
-    page.wait_for_selector("[data-testid=stApp][data-test-script-state=notRunning]", timeout=timeout)
 
 
 def open_page(browser, url):

@@ -3,7 +3,6 @@ with its own prompt and seed. No error, and every session's tokens equal its sin
 import asyncio
 import json
 import os
-import shutil
 import statistics
 import time
 import urllib.parse
@@ -11,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CHROMIUM_ARGS
+from conftest import CHROMIUM, CHROMIUM_ARGS
 from specviz.drafters import NgramDrafter
 from specviz.prompting import encode_prompt
 from specviz.sampling import SamplingConfig
@@ -69,7 +68,7 @@ def test_eight_concurrent_sessions(server, embedded):
 
     async def main():
         async with async_playwright() as p:
-            browser = await p.chromium.launch(executable_path=shutil.which("chromium") or "/usr/bin/chromium",
+            browser = await p.chromium.launch(executable_path=CHROMIUM,
                                               args=CHROMIUM_ARGS, headless=True)
             latencies = []
             results = await asyncio.gather(*[one_session(browser, server, i, latencies) for i in range(SESSIONS)])

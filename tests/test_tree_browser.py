@@ -2,35 +2,18 @@
 tree and mask are drawn with no exception, and time Step from click to redraw, both computing a new cycle and
 replaying a recorded one (medians written to test-artifacts/tree_step_ms.txt; the issue's target is <= 1 s, not asserted: it depends on the machine's load)."""
 import os
-import shutil
 import statistics
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import CHROMIUM_ARGS
+from conftest import browser, settle  # noqa: F401  (the shared Chromium fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = pytest.mark.skipif(os.environ.get("SPECVIZ_SKIP_BROWSER") == "1", reason="SPECVIZ_SKIP_BROWSER=1")
 CYCLE = "() => [...document.querySelectorAll('[data-testid=stMarkdownContainer]')].map(e => e.innerText).find(t => t.startsWith('Cycle ')) || ''"
 
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    assert Path(CHROMIUM).exists(), "Debian's chromium is needed: apt-get install chromium (make browser)"
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        yield b
-        b.close()
-
-
-def settle(page, timeout=180_000):
-    page.wait_for_timeout(150)
-    page.wait_for_selector("[data-testid=stApp][data-test-script-state=notRunning]", timeout=timeout)
 
 
 def test_tree_page_steps_in_browser_and_times_step(server, browser):
