@@ -49,11 +49,11 @@ def view():
     how = (f"candidate {step.best} matched {step.matched[step.best]} token(s)" if step.best >= 0
            else "no candidate matched" if step.candidates else "nothing to verify yet")
     st.markdown(f"**Target pass {step.step + 1}** · {how} → {len(step.emitted)} token(s): "
-                + " ".join(f"`{md_escape(texts[x])}`" for x in step.emitted)
+                + " ".join(f"“{md_escape(texts[x])}”" for x in step.emitted)
                 + f" · pool {step.pool_size} n-grams" + (" · done" if replay.at_end else ""))
-    left, right = st.columns(2)
-    chart(figure(window_figure, step), key="la_window_fig", container=left)
-    chart(figure(candidates_figure, step), key="la_cand_fig", container=right)
+    # full width: at W = 10 a half-width column leaves no room for the cells' text
+    chart(figure(window_figure, step), key="la_window_fig")
+    chart(figure(candidates_figure, step), key="la_cand_fig")
     st.caption(f"Target KV cache: {step.target_cache.before} entries after the pass (context + window + "
                f"candidates) → {step.target_cache.after} kept (context + the accepted candidate's tokens). "
                "The window's and the rejected candidates' entries are dropped: they were computed under the mask, "

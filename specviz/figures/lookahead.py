@@ -3,6 +3,8 @@ the step's attention mask with position ids, plain Jacobi's guesses vs outputs, 
 Pure functions: trace events (specviz/trace.py LookaheadStep / JacobiStep) in, a Plotly figure out."""
 from __future__ import annotations
 
+import html
+
 import plotly.graph_objects as go
 
 from . import ACCEPTED, BONUS, REJECTED, label
@@ -22,7 +24,9 @@ def grid(rows: list[list[str]], colors: list[list[str]], names: list[str], hover
         for c, (text, color, tip) in enumerate(zip(row, cols, tips)):
             fig.add_shape(type="rect", x0=c + 0.04, x1=c + 0.96, y0=y + 0.08, y1=y + 0.92, fillcolor=color,
                           line=dict(width=0), layer="below")
-            fig.add_annotation(x=c + 0.5, y=y + 0.5, text=text, showarrow=False,
+            raw = html.unescape(text)  # cut the text, not an HTML entity; the full text is in the hover
+            short = text if len(raw) <= 9 else html.escape(raw[:8], quote=False) + "…"
+            fig.add_annotation(x=c + 0.5, y=y + 0.5, text=short, showarrow=False,
                                font=dict(color="white" if color in (NEW_LEVEL, ACCEPTED, REJECTED, BONUS) else "#222"))
         # invisible points carry the hover text (shapes have none)
         fig.add_trace(go.Scatter(x=[c + 0.5 for c in range(len(row))], y=[y + 0.5] * len(row), mode="markers",
