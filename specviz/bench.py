@@ -138,6 +138,14 @@ def runner(cfg: Config, models):
     return lambda ids, n: counted(speculative_steps(target, make(), tok, ids, n, k, sampling, cfg.dynamic_k, k_max=16))
 
 
+def select(cfgs: list[Config], only) -> list[Config]:
+    """The rows whose name contains one of `only` (all rows when it is empty), and always the greedy rows every
+    ratio is taken against, so a focused run still compares side by side in one run."""
+    chosen = [c for c in cfgs if not only or any(o in c.name for o in only)]
+    refs = {"hf greedy", "ours greedy"} | ({"unpacked greedy"} if any(c.unpacked for c in chosen) else set())
+    return [c for c in cfgs if c in chosen or c.name in refs]
+
+
 def counted(steps):
     result = run_steps(steps)[1]
     return result.token_ids, result.counters
@@ -252,7 +260,7 @@ def cold_load_seconds(device) -> float:
 
 
 def run_bench(prompts, max_new: int, repeats: int, ks, dynamic_k=True, hf_peers=True, sampling=True,
-              device=None, cold=False, unpacked=True, log=print) -> dict:
+              device=None, cold=False, unpacked=True, only=(), log=print) -> dict:
     t0 = time.perf_counter()
     models = load_models(device=device)
     load_cached = time.perf_counter() - t0
@@ -260,7 +268,7 @@ def run_bench(prompts, max_new: int, repeats: int, ks, dynamic_k=True, hf_peers=
     # packed linear layers are the CPU default; an unpacked copy measures what they buy, side by side
     plain = load_models(device=device, packed=False) if unpacked and packed else None
     load_cold = cold_load_seconds(device) if cold else None
-    cfgs = configs(models, ks, dynamic_k, hf_peers, sampling, plain is not None)
+    cfgs = select(configs(models, ks, dynamic_k, hf_peers, sampling, plain is not None), only)
     seconds, outputs, ids = run(models, plain, cfgs, prompts, max_new, repeats, log)
     first = prompts[0]["name"]
     fm, unpacked_ms = forward_costs(models, plain, ids[first] + outputs[("ours greedy", first)][0][:32], ks)
@@ -343,6 +351,8 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default=None)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--out", default=None, help="also write the JSON here")
+    ap.add_argument("--only", default="", help="comma-separated parts of row names to run (e.g. 'feature K=4,eagle2'); "
+                                               "the greedy rows always run")
     a = ap.parse_args(argv)
     torch.manual_seed(0)
     prompts = load_prompts()
@@ -352,6 +362,7 @@ def main(argv=None) -> int:
         prompts = [prompts[0], next(p for p in prompts if p["kind"] == "repeats input")]
         a.repeats, a.max_new_tokens, ks = 1, 32, [4]
         kw = dict(dynamic_k=False, sampling=True, hf_peers=True)
+    kw["only"] = tuple(o.strip() for o in a.only.split(",") if o.strip())
     try:
         res = run_bench(prompts, a.max_new_tokens, a.repeats, ks, device=a.device, cold=not a.quick,
                         log=lambda m: print(m, file=sys.stderr, flush=True), **kw)

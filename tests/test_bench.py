@@ -27,3 +27,16 @@ def test_bench_quick_json():
     assert out["peak_rss_mb"] > 0 and out["load_s"]["cached"] > 0
     if "spec token K=4" in rows:  # with the shipped draft: compared with HF assisted generation
         assert "vs_hf_peer" in rows["spec token K=4"] and 0 < rows["spec token K=4"]["c"] < 1
+
+
+def test_only_selects_rows_and_keeps_the_greedy_references():
+    from specviz.bench import Config, select
+
+    cfgs = [Config("hf greedy", "hf"), Config("ours greedy", "plain"), Config("spec token K=4", "speculative", "token", 4),
+            Config("spec eagle2 N=16 D=5", "speculative", "feature", None, tree="eagle2"),
+            Config("unpacked greedy", "plain", unpacked=True),
+            Config("unpacked spec token K=4", "speculative", "token", 4, unpacked=True)]
+    assert select(cfgs, ()) == cfgs
+    assert [c.name for c in select(cfgs, ("eagle2",))] == ["hf greedy", "ours greedy", "spec eagle2 N=16 D=5"]
+    assert [c.name for c in select(cfgs, ("unpacked spec",))] == ["hf greedy", "ours greedy", "unpacked greedy",
+                                                                  "unpacked spec token K=4"]
