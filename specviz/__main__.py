@@ -29,7 +29,7 @@ def _parser() -> argparse.ArgumentParser:
                         "(+ --tree-width - 1 runner-ups per depth), 'eagle2' = EAGLE-2 dynamic tree from the feature "
                         "draft, 'medusa' = the shipped Medusa heads' static tree; 'none' = the chain loop with --k")
     d.add_argument("--tree-budget", type=int, default=16, help="nodes per tree (EAGLE-2)")
-    d.add_argument("--tree-depth", type=int, default=5, help="deepest drafted position of a tree")
+    d.add_argument("--tree-depth", type=int, default=6, help="deepest drafted position of a tree")
     d.add_argument("--tree-width", type=int, default=1, help="a chain tree's tokens per depth (the chain's + runner-ups)")
     d.add_argument("--window", type=int, default=5, help="lookahead: window W (columns of the Jacobi window)")
     d.add_argument("--ngram", type=int, default=4, help="lookahead: n-gram size N (the window has N - 1 levels)")

@@ -86,7 +86,7 @@ def configs(models, ks, dynamic_k: bool, hf_peers: bool, sampling: bool, unpacke
         if dynamic_k:
             out.append(Config(f"spec {d} dynamic", "speculative", d, None, dynamic_k=True))
         if trees and d == "feature":  # the EAGLE-2 tree from the same feature draft (greedy: token identity checked)
-            out.append(Config("spec eagle2 N=16 D=5", "speculative", d, None, tree="eagle2"))
+            out.append(Config("spec eagle2 N=16 D=6", "speculative", d, None, tree="eagle2", tree_depth=6))
     if trees and getattr(models, "medusa", None) is not None:
         out.append(Config("spec medusa N=16 D=4", "speculative", "medusa", None, tree="medusa", tree_depth=4))
     # beyond one draft model: suffix decoding and staged speculation at K = 4, lookahead with no drafter at all

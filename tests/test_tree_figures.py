@@ -27,7 +27,9 @@ def test_tree_figure_colours_and_path():
     markers = {t.name: list(t.text) for t in fig.data if t.mode == "markers+text"}
     assert markers["accepted"] == ["a", "d"] and markers["rejected"] == ["b", "c"]
     thick = [t for t in fig.data if t.mode == "lines" and t.line.width == 4]
-    assert len(thick) == 2  # root -> a, a -> d
+    assert len(thick) == 1 and list(thick[0].x).count(None) == 2  # one trace, two segments: root -> a, a -> d
+    thin = [t for t in fig.data if t.mode == "lines" and t.line.width != 4]
+    assert len(thin) == 1 and list(thin[0].x).count(None) == 2  # b and c
 
 
 def test_mask_figure_rows_carry_position_ids():

@@ -29,7 +29,7 @@ EAGLE2_LABEL = "EAGLE-2 tree (feature draft)"
 class Eagle2Drafter(FeatureDrafter):
     proposes_tree = True
 
-    def __init__(self, model: FeatureDraft, name: str = EAGLE2_LABEL, top_k: int = 4):
+    def __init__(self, model: FeatureDraft, name: str = EAGLE2_LABEL, top_k: int = 6):
         super().__init__(model, name)
         self.top_k = top_k
 

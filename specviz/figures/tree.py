@@ -58,11 +58,18 @@ def tree_figure(cycle, root_text: str = "context") -> go.Figure:
     pos = layout_positions(cycle)
     on_path = set(cycle.path)
     fig = go.Figure()
-    for n in cycle.nodes:
-        (x0, y0), (x1, y1) = pos[n.parent], pos[n.index]
-        hot = n.index in on_path
-        fig.add_trace(go.Scatter(x=[x0, x1], y=[y0, y1], mode="lines", hoverinfo="skip", showlegend=False,
-                                 line=dict(color=ACCEPTED if hot else "#cccccc", width=4 if hot else 1.5)))
+    # the edges as two traces (accepted path / the rest), segments split by None: one trace per edge made
+    # every Step build and draw N + 4 traces (117 ms to build at N = 12 on this CPU, and as long again to draw)
+    for hot in (False, True):
+        xs, ys = [], []
+        for n in cycle.nodes:
+            if (n.index in on_path) == hot:
+                (x0, y0), (x1, y1) = pos[n.parent], pos[n.index]
+                xs += [x0, x1, None]
+                ys += [y0, y1, None]
+        if xs:
+            fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=False,
+                                     line=dict(color=ACCEPTED if hot else "#cccccc", width=4 if hot else 1.5)))
     for verdict, color in VERDICT_COLORS.items():
         nodes = [n for n in cycle.nodes if n.verdict == verdict]
         if not nodes:
