@@ -35,13 +35,14 @@ choice = c1.radio("Drafter", ["EAGLE-2 tree", "Medusa heads", "chain (feature dr
 budget = slider(c2, "Verify budget N (nodes)", "tr_budget", 2, 32, 12, "budget")
 depth = slider(c3, "Depth", "tr_depth", 1, 8, 4, "depth")
 mode = c4.radio("Verification", ["greedy", "sampling (T = 1)"], key="tr_mode", horizontal=True)
-st.caption("Why the EAGLE-2 tree is the default here: on 32 held-out prompts (README, Performance) it gives 2.83 "
-           "tokens per verify pass against 2.14 for the same feature draft's chain at K = 4 (1.32×), and in this "
-           "project's benchmark on a 2-core CPU (`docs/bench-2026-11-23c.json`) 1.10× plain greedy's speed against "
-           "the chain's 1.04×. A shorter chain "
-           "(K = 2: 1.20×) was faster still: on a CPU every verified position costs time, so the cheapest pass "
-           "wins there; on a GPU, where a pass over 64 positions costs about as much as one, the tree's extra "
-           "tokens per pass are nearly free. Compare them on your prompt below.")
+st.caption("Which is faster on this CPU: the chain. In the project's latest benchmark (README, Performance; "
+           "`docs/bench-2026-11-23d.json`) the EAGLE-2 tree (N = 16, depth 6) emits 2.38 tokens per verify pass "
+           "against 1.81 for the same feature draft's chain at K = 4, yet runs at 1.05× plain greedy's speed against "
+           "the chain's 1.15×. So the drafter the app suggests for speed, the Speculative decoding page's default, "
+           "is the feature draft's chain; this page opens on the tree because the tree is what it teaches. On a CPU "
+           "every verified position costs time, so the cheapest pass wins; on a GPU, where a pass over 64 positions "
+           "costs about as much as one, the tree's extra tokens per pass are nearly free. Compare them on your "
+           "prompt below.")
 if choice == "Medusa heads" and models.medusa is None:
     st.info("The Medusa heads are not shipped with this build (models/medusa): showing the EAGLE-2 tree.")
     choice = "EAGLE-2 tree"
