@@ -477,6 +477,9 @@ def bounded(key: str, lo, hi, default, param: str | None = None, name: str = "")
         v = clamped
     if st.session_state.get(key) != v:
         st.session_state[key] = v
+    # the shadow too: a value from the URL followed only by fragment reruns (Step) never meets keep() with the
+    # widget's key set, so without this a page switch would lose it and reset the run
+    st.session_state["_keep_" + key] = v
     return v
 
 
