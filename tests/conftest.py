@@ -49,10 +49,6 @@ def tiny_llama(embedded):
 
 # ---------------------------------------------------------------- a real server for browser tests
 import contextlib  # noqa: E402
-import socket  # noqa: E402
-import subprocess  # noqa: E402
-import time  # noqa: E402
-import urllib.request  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic", "--no-first-run",
@@ -76,43 +72,15 @@ def settle(page, timeout=180_000):
 
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextlib.contextmanager
 def streamlit_server(log_name="server.log"):
-    """A real Streamlit server on a free loopback port, started from the repository root like `make app`
-    (so .streamlit/config.toml applies); yields its URL."""
-    port = free_port()
-    env = dict(os.environ, HF_HUB_OFFLINE="1")
-    log_path = ROOT / "test-artifacts" / log_name
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    log = open(log_path, "w")  # a file, not a pipe: an unread pipe would block the server when full
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1",
-         "--server.fileWatcherType", "none"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
+    """A real Streamlit server on a free loopback port (ui/serve.py); yields its URL."""
+    from ui.serve import running_server
     try:
-        for _ in range(120):
-            try:
-                if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read() == b"ok":
-                    break
-            except OSError:
-                time.sleep(0.5)
-        else:
-            pytest.fail("streamlit did not start: " + log_path.read_text()[-2000:])
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+        with running_server(ROOT / "test-artifacts" / log_name) as url:
+            yield url
+    except RuntimeError as e:
+        pytest.fail(str(e))
 
 
 @pytest.fixture(scope="session")

@@ -1,11 +1,12 @@
-"""Load: 8 concurrent browser sessions on one server, each stepping speculative sampling 20 cycles
-with its own prompt and seed. No error, and every session's tokens equal its single-user run."""
+"""Load: 8 concurrent sessions on one server, each stepping speculative sampling 20 cycles with its own
+prompt and seed, twice: with 8 headless Chromiums on the server's cores, and with the students' browsers
+elsewhere (ui/class_load.py speaks the app's websocket protocol). No error, and every session's tokens
+equal its single-user run."""
 import asyncio
 import json
 import os
 import statistics
 import time
-import urllib.parse
 from pathlib import Path
 
 import pytest
@@ -15,13 +16,11 @@ from specviz.drafters import NgramDrafter
 from specviz.prompting import encode_prompt
 from specviz.sampling import SamplingConfig
 from specviz.speculative import speculative_steps
+from ui.class_load import PROMPTS, classroom, session_query
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.skipif(os.environ.get("SPECVIZ_SKIP_BROWSER") == "1", reason="SPECVIZ_SKIP_BROWSER=1")
 SESSIONS, CYCLES = int(os.environ.get("SPECVIZ_LOAD_SESSIONS", 8)), int(os.environ.get("SPECVIZ_LOAD_CYCLES", 20))
-PROMPTS = ["Count from one to twenty in words.", "List five fruits and their colors.", "Write a haiku about rain.",
-           "What is a linked list?", "Name the days of the week.", "Say hello in three languages.",
-           "Describe a cat in one sentence.", "Give two tips for studying."]
 
 
 def single_user(embedded, prompt, seed):
@@ -40,8 +39,7 @@ def single_user(embedded, prompt, seed):
 async def one_session(browser, url, i, latencies):
     ctx = await browser.new_context(viewport={"width": 1300, "height": 900})
     page = await ctx.new_page()
-    q = urllib.parse.urlencode({"prompt": PROMPTS[i], "mode": "sampling", "drafter": "ngram", "seed": 100 + i,
-                                "k": 4, "max_new_tokens": 128})
+    q = session_query(i)
     await page.goto(f"{url}/Speculative_decoding?{q}", timeout=300_000)
     done = "[data-testid=stApp][data-test-script-state=notRunning]"
     await page.wait_for_selector(done, timeout=300_000)
@@ -83,4 +81,16 @@ def test_eight_concurrent_sessions(server, embedded):
     (out / "load.json").write_text(json.dumps(report, indent=1))
     for i, (errors, tokens) in enumerate(results):
         assert errors == 0, f"session {i} showed an exception"
+        assert tokens == single_user(embedded, PROMPTS[i], 100 + i), f"session {i} differs from its single-user run"
+
+
+def test_eight_concurrent_sessions_without_browsers(server, embedded):
+    """The server's half of a classroom: the same 8 sessions with no browser on this machine."""
+    report, results = asyncio.run(classroom(server, SESSIONS, CYCLES))
+    out = ROOT / "test-artifacts"
+    out.mkdir(exist_ok=True)
+    (out / "class_load.json").write_text(json.dumps(report, indent=1))
+    assert report["steps"] >= SESSIONS * min(CYCLES, 5)  # every session stepped (no answer ends within 5 cycles)
+    for i, (errors, tokens) in enumerate(results):
+        assert errors == [], f"session {i}: {errors}"
         assert tokens == single_user(embedded, PROMPTS[i], 100 + i), f"session {i} differs from its single-user run"
