@@ -72,6 +72,32 @@ def settle(page, timeout=180_000):
 
 
 
+# Click to redraw, timed inside the page (Playwright's own click adds its actionability checks, tens of
+# ms a person's click does not have): the button is clicked from script, and the clock stops when the
+# browser's main thread is idle after the rerun ended (the charts drawn), or after 10 s.
+_TIMED_CLICK = """label => new Promise(resolve => {
+  const app = document.querySelector('[data-testid=stApp]');
+  const button = [...document.querySelectorAll('button')].find(b => b.innerText.includes(label) && !b.disabled);
+  let ran = false;
+  const t0 = performance.now();
+  const watch = new MutationObserver(() => {
+    const state = app.getAttribute('data-test-script-state');
+    if (state === 'running') ran = true;
+    if (ran && state === 'notRunning') {
+      watch.disconnect();
+      requestAnimationFrame(() => requestIdleCallback(() => resolve(performance.now() - t0), {timeout: 10000}));
+    }
+  });
+  watch.observe(app, {attributes: true});
+  button.click();
+})"""
+
+
+def timed_click(page, label: str) -> float:
+    """Milliseconds from clicking the (first enabled) button whose text includes `label` to the redraw."""
+    return page.evaluate(_TIMED_CLICK, label)
+
+
 @contextlib.contextmanager
 def streamlit_server(log_name="server.log"):
     """A real Streamlit server on a free loopback port (ui/serve.py); yields its URL."""
