@@ -89,6 +89,9 @@ def configs(models, ks, dynamic_k: bool, hf_peers: bool, sampling: bool, unpacke
             out.append(Config("spec eagle2 N=16 D=6", "speculative", d, None, tree="eagle2", tree_depth=6))
     if trees and getattr(models, "medusa", None) is not None:
         out.append(Config("spec medusa N=16 D=4", "speculative", "medusa", None, tree="medusa", tree_depth=4))
+        # the whole shipped list: more tokens per target pass than the token chain, more verify cost per pass
+        out.append(Config("spec medusa N=32 D=4", "speculative", "medusa", None, tree="medusa", tree_depth=4,
+                          tree_budget=32))
     # beyond one draft model: suffix decoding and staged speculation at K = 4, lookahead with no drafter at all
     out.append(Config("spec suffix K=4", "speculative", "suffix", 4))
     if models.draft is not None:

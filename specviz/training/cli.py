@@ -112,7 +112,7 @@ def add_medusa_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--batch", type=int, default=128, help="answer positions per step")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--choices", type=int, default=16, help="paths in the default tree (config.json)")
+    ap.add_argument("--choices", type=int, default=32, help="paths in the default tree (config.json)")
     ap.add_argument("--eval-prompts", type=int, default=12, help="held-out prompts for the accuracy figures")
     ap.add_argument("--token-draft", default=str(REPO_ROOT / "models" / "draft"),
                     help="the token draft whose reduced-head ids the heads score")
