@@ -32,10 +32,11 @@ STEP = "Next cycle ⏩"
 CHIP = re.compile(r'<span class="chip" data-tok="(\d+)"')
 
 
-def session_query(i: int) -> str:
-    """Session i's settings, as a link would carry them (the page reads them on a first visit)."""
+def session_query(i: int, seed0: int = 100) -> str:
+    """Session i's settings, as a link would carry them (the page reads them on a first visit): its own prompt
+    and seed seed0 + i."""
     return urllib.parse.urlencode({"prompt": PROMPTS[i % len(PROMPTS)], "mode": "sampling", "drafter": "ngram",
-                                   "seed": 100 + i, "k": 4, "max_new_tokens": 128})
+                                   "seed": seed0 + i, "k": 4, "max_new_tokens": 128})
 
 
 class Session:
@@ -98,8 +99,8 @@ class Session:
         return [int(t) for t in max(rows, key=len, default=[])]
 
 
-async def one_session(url: str, i: int, cycles: int, latencies: list) -> tuple[list[str], list[int]]:
-    s = Session(url, "Speculative_decoding", session_query(i))
+async def one_session(url: str, i: int, cycles: int, latencies: list, seed0: int) -> tuple[list[str], list[int]]:
+    s = Session(url, "Speculative_decoding", session_query(i, seed0))
     await s.open()
     for _ in range(cycles):
         found = s.button(STEP)
@@ -115,10 +116,12 @@ async def one_session(url: str, i: int, cycles: int, latencies: list) -> tuple[l
     return s.errors, tokens
 
 
-async def classroom(url: str, sessions: int, cycles: int) -> tuple[dict, list]:
+async def classroom(url: str, sessions: int, cycles: int, seed0: int = 100) -> tuple[dict, list]:
+    """N sessions stepping at once. On a server that already ran the same settings, the traces are cached and
+    only replayed: pass another seed0 to measure the computing case."""
     latencies: list[float] = []
     t0 = time.perf_counter()
-    results = await asyncio.gather(*[one_session(url, i, cycles, latencies) for i in range(sessions)])
+    results = await asyncio.gather(*[one_session(url, i, cycles, latencies, seed0) for i in range(sessions)])
     ordered = sorted(latencies)
     report = {"sessions": sessions, "cycles_each": cycles, "steps": len(ordered),
               "median_ms": round(statistics.median(ordered), 1), "p90_ms": round(ordered[int(0.9 * len(ordered))], 1),
