@@ -1,4 +1,7 @@
 """Figure builders and page helpers on synthetic trace events: no model needed."""
+import plotly.graph_objects as go
+import pytest
+
 from specviz.compare import length_penalty_note
 from specviz.figures import spec_cycle as F
 from specviz.figures.beam_tree import distinct_labels, final_ranking, readable
@@ -78,3 +81,18 @@ def test_per_position_chi_square_with_expected_counts():
     assert [t["position"] for t in tests] == [0, 1, 2]
     assert all(t["pvalue"] > 0.05 for t in tests)
     assert abs(sum(tests[0]["expected"][0]) - 60) < 1e-9
+
+
+@pytest.mark.parametrize("k, mode, origin", [(1, "greedy", "correction"), (4, "greedy", "bonus"), (16, "greedy", "correction"),
+                                             (3, "sampling", "resampled"), (12, "sampling", "resampled"), (0, "greedy", "target")])
+def test_unvalidated_figures_pass_plotlys_validation(k, mode, origin):
+    """The speculative page's charts are built unchecked, for speed (figures.build): plotly's full validation of
+    each one must still pass, so a misspelt or misplaced property fails here (e.g. an axis title given as a bare
+    string, which the browser's Plotly no longer draws)."""
+    c = cycle(k=k, mode=mode, origin=origin)
+    figs = [F.draft_proposals(c), F.draft_proposals(c, shown=1), F.verify_pass(c), F.verdicts(c), F.resolution(c),
+            F.cache_strip(c, ["a", "b"])]
+    for fig in filter(None, figs):
+        d = fig.to_dict()
+        checked = go.Figure(d).to_dict()  # raises ValueError on an invalid property
+        assert checked["data"] == d["data"] and checked["layout"] == d["layout"]  # nothing was coerced

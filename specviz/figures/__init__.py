@@ -1,5 +1,10 @@
 """Figure builders: pure functions, trace events in, Plotly figures out. No model calls, no Streamlit."""
+import functools
 import html
+import json
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 KEPT, FINISHED, PRUNED = "#2e7d32", "#f9a825", "#b0b0b0"
 ACCEPTED, REJECTED, RESAMPLED, BONUS, CORRECTION = "#2e7d32", "#c62828", "#6a1b9a", "#1565c0", "#ef6c00"
@@ -27,3 +32,47 @@ def md_escape(text: str) -> str:
     """Model or user text inside a Markdown string: every Markdown/HTML metacharacter backslashed, so
     `<img onerror=...>` or `[x](javascript:...)` shows as the characters typed."""
     return "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in text)
+
+
+# ---------------------------------------------------------------- building figures fast
+# Plotly's object API checks every property on every update (make_subplots alone: ~30 ms for a 1 x 4 grid on
+# this CPU; a speculative cycle's five charts ~150 ms, more than the engine's step). The step pages' builders
+# therefore assemble plain dicts and wrap them once with build(), unchecked; tests/test_figures.py rebuilds
+# every builder's output through plotly's full validation, so a misspelt property still fails a test.
+
+
+def build(data: list, layout: dict) -> go.Figure:
+    """A figure from trace dicts (or trace objects) and a layout dict, without per-property validation."""
+    return go.Figure(data=data, layout=layout, _validate=False)
+
+
+@functools.lru_cache(maxsize=128)
+def _grid(rows: int, cols: int, titled: tuple, options: str) -> tuple[str, tuple]:
+    """make_subplots' layout for one grid shape, computed once: its axes' domains and anchors and the subplot
+    title annotations (placeholders), as JSON, and each cell's (x axis, y axis) layout names."""
+    opts = json.loads(options)
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[str(i) if t else "" for i, t in enumerate(titled)],
+                        **opts)
+    layout = fig.to_dict()["layout"]
+    layout.pop("template", None)  # build() applies the default template itself
+    cells = tuple(tuple((fig.get_subplot(r + 1, c + 1).xaxis.plotly_name, fig.get_subplot(r + 1, c + 1).yaxis.plotly_name)
+                        for c in range(cols)) for r in range(rows))
+    return json.dumps(layout), cells
+
+
+def grid(rows: int, cols: int, titles: list[str], **options) -> tuple[dict, tuple]:
+    """make_subplots(rows, cols, subplot_titles=titles, **options) as a fresh layout dict (fill it in, then
+    build()) and cells[r][c] = (x axis, y axis) layout names, e.g. ("xaxis2", "yaxis2"); a trace in that cell
+    takes **ref(cells[r][c])."""
+    titles = list(titles) + [""] * (rows * cols - len(titles))
+    text, cells = _grid(rows, cols, tuple(bool(t) for t in titles), json.dumps(options, sort_keys=True))
+    layout = json.loads(text)
+    for a in layout.get("annotations", []):
+        a["text"] = titles[int(a["text"])]
+    return layout, cells
+
+
+def ref(cell: tuple) -> dict:
+    """A trace's axis references for a grid cell: ("xaxis2", "yaxis2") -> xaxis="x2", yaxis="y2"."""
+    x, y = cell
+    return dict(xaxis=x.replace("axis", ""), yaxis=y.replace("axis", ""))

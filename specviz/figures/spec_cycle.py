@@ -5,9 +5,8 @@ from __future__ import annotations
 import html
 
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
-from . import ACCEPTED, BONUS, CORRECTION, P_COLOR, Q_COLOR, REJECTED, RESAMPLED, label, label_plain, md_escape
+from . import ACCEPTED, BONUS, CORRECTION, P_COLOR, Q_COLOR, REJECTED, RESAMPLED, build, grid, label, label_plain, md_escape, ref
 
 ORIGIN_COLORS = {"accepted": ACCEPTED, "resampled": RESAMPLED, "bonus": BONUS, "correction": CORRECTION,
                  "target": "#607d8b", "prompt": "#9e9e9e"}
@@ -42,24 +41,32 @@ def draft_proposals(cycle, shown: int | None = None) -> go.Figure:
     drafts = cycle.drafts[: len(cycle.drafts) if shown is None else shown]
     rows, cols = _grid(max(len(drafts), 1))
     titles = [_title(f"{d.position + 1}: {label(d.text)}") for d in drafts] or ["no drafts"]
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, vertical_spacing=0.25 if rows > 1 else 0.1,
-                        horizontal_spacing=0.02 if cols > 4 else 0.05)
+    layout, cells = grid(rows, cols, titles, vertical_spacing=0.25 if rows > 1 else 0.1,
+                         horizontal_spacing=0.02 if cols > 4 else 0.05)
+    data = []
     for i, d in enumerate(drafts):
         top = [t for t in d.q_top if t.prob >= MASS or t.id == d.token]
         r, c = _cell(i, cols)
-        fig.add_trace(go.Bar(
-            x=[label(t.text) for t in top], y=[t.prob for t in top], name=f"q (draft {i + 1})",
-            marker_color=[Q_COLOR if t.id == d.token else "#ffcc80" for t in top], showlegend=False,
+        x, y = cells[r - 1][c - 1]
+        data.append(dict(
+            type="bar", x=[label(t.text) for t in top], y=[t.prob for t in top], name=f"q (draft {i + 1})",
+            marker=dict(color=[Q_COLOR if t.id == d.token else "#ffcc80" for t in top]), showlegend=False,
             text=[f"{t.prob:.2f}" for t in top], textposition="outside", cliponaxis=False,
             textfont=dict(size=9 if cols > 4 else 11),
-            hovertemplate="%{x}: q = %{y:.4f}<extra>draft " + str(i + 1) + "</extra>"), row=r, col=c)
-        fig.update_yaxes(range=_fit(max(t.prob for t in top)), row=r, col=c, showticklabels=c == 1)
-        fig.update_xaxes(tickfont=dict(size=9 if cols > 4 else 11), row=r, col=c)
-    fig.update_annotations(font_size=11 if cols > 4 else 13)
-    fig.update_layout(height=230 * rows + 40, margin=dict(l=10, r=10, t=60, b=10),
-                      title=dict(text="1 · The draft proposes (bars: q, its probabilities; proposed token dark)", x=0,
-                                 font=dict(size=14)))
-    return fig
+            hovertemplate="%{x}: q = %{y:.4f}<extra>draft " + str(i + 1) + "</extra>", **ref((x, y))))
+        layout[y].update(range=_fit(max(t.prob for t in top)), showticklabels=c == 1)
+        layout[x].update(tickfont=dict(size=9 if cols > 4 else 11))
+    _title_size(layout, 11 if cols > 4 else 13)
+    layout.update(height=230 * rows + 40, margin=dict(l=10, r=10, t=60, b=10),
+                  title=dict(text="1 · The draft proposes (bars: q, its probabilities; proposed token dark)", x=0,
+                             font=dict(size=14)))
+    return build(data, layout)
+
+
+def _title_size(layout: dict, size: int) -> None:
+    """Every subplot title (a grid's annotations) at this font size."""
+    for a in layout.get("annotations", []):
+        a.setdefault("font", {})["size"] = size
 
 
 def verify_pass(cycle) -> go.Figure:
@@ -70,9 +77,9 @@ def verify_pass(cycle) -> go.Figure:
     if len(cycle.target_top) != k + 1:  # a trace recorded before the engine kept these: blocks only
         xs = list(range(k + 1))
         names = [f"pos {i + 1}<br>{label(d.text)}" for i, d in enumerate(cycle.drafts)] + [f"pos {k + 1}<br>(next)"]
-        fig = go.Figure(go.Bar(x=xs, y=[1] * (k + 1), text=names, textposition="inside", marker_color=P_COLOR,
-                               hovertemplate="scored in the same forward pass<extra></extra>", name="target pass"))
-        fig.update_layout(height=140, yaxis=dict(visible=False), xaxis=dict(visible=False), showlegend=False)
+        data = [dict(type="bar", x=xs, y=[1] * (k + 1), text=names, textposition="inside", marker=dict(color=P_COLOR),
+                     hovertemplate="scored in the same forward pass<extra></extra>", name="target pass")]
+        layout = dict(height=140, yaxis=dict(visible=False), xaxis=dict(visible=False), showlegend=False)
     else:
         dense = k > 8  # many positions: the draft token goes under the axis, values on hover only
         draft_text = [label(d.text) for d in cycle.drafts] + ["(none: bonus slot)"]
@@ -87,31 +94,31 @@ def verify_pass(cycle) -> go.Figure:
         else:
             colors = [P_COLOR] * k
             p_text = [f"{t}<br>p {p:.2f} · q {d.q:.2f}" for t, p, d in zip(draft_text, cycle.p_draft, cycle.drafts)]
-        fig = go.Figure()
-        fig.add_trace(go.Bar(
-            x=xs, y=[t.prob for t in cycle.target_top], name="target's top choice: p(top)", marker_color="#90caf9",
+        data = [dict(
+            type="bar", x=xs, y=[t.prob for t in cycle.target_top], name="target's top choice: p(top)",
+            marker=dict(color="#90caf9"),
             text=[_title(t, 8) if dense else f"{t}<br>{pt.prob:.2f}" for t, pt in zip(top_text, cycle.target_top)],
             textposition="outside", textfont=dict(size=9 if dense else 11),
             cliponaxis=False, customdata=top_text,
-            hovertemplate="position %{x}: the target's top choice %{customdata}, p = %{y:.4f}<extra></extra>"))
-        fig.add_trace(go.Bar(
-            x=xs[:k], y=list(cycle.p_draft), name="p(draft token)", marker_color=colors,
-            marker_opacity=[1 if i < ruled else 0.35 for i in range(k)],
-            text=None if dense else p_text, textposition="outside", cliponaxis=False, customdata=draft_text[:k],
-            hovertemplate="position %{x}: p(draft %{customdata}) = %{y:.4f}<extra></extra>"))
-        fig.update_layout(
-            height=300, barmode="group", bargap=0.25, yaxis=dict(range=[0, 1.3], title="p (target)", tickvals=[0, 0.5, 1]),
-            xaxis=dict(title=("position in this pass (green: draft = target's top choice, red: it is not; faded: "
+            hovertemplate="position %{x}: the target's top choice %{customdata}, p = %{y:.4f}<extra></extra>"), dict(
+            type="bar", x=xs[:k], y=list(cycle.p_draft), name="p(draft token)",
+            marker=dict(color=colors, opacity=[1 if i < ruled else 0.35 for i in range(k)]),
+            textposition="outside", cliponaxis=False, customdata=draft_text[:k],
+            hovertemplate="position %{x}: p(draft %{customdata}) = %{y:.4f}<extra></extra>",
+            **({} if dense else dict(text=p_text)))]
+        layout = dict(
+            height=300, barmode="group", bargap=0.25, yaxis=dict(range=[0, 1.3], title=dict(text="p (target)"), tickvals=[0, 0.5, 1]),
+            xaxis=dict(title=dict(text=("position in this pass (green: draft = target's top choice, red: it is not; faded: "
                               "after the first mismatch, computed but discarded)") if greedy else
                              "position in this pass (the draft token is kept with probability min(1, p/q); faded: "
-                             "after the first rejection, computed but discarded)", type="category"),
+                             "after the first rejection, computed but discarded)"), type="category"),
             legend=dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom"))
-    fig.update_layout(margin=dict(l=10, r=10, t=60, b=10), bargap=0.25,
-                      title=dict(text=f"2 · ONE target forward pass scores all {k} draft{'s' if k != 1 else ''} + 1 "
-                                      f"position: its top choice and p(draft) at each" if k else
-                                 "2 · Nothing drafted: the target decodes one token, as plain decoding would", x=0,
-                                 font=dict(size=14)))
-    return fig
+    layout.update(margin=dict(l=10, r=10, t=60, b=10), bargap=0.25,
+                  title=dict(text=f"2 · ONE target forward pass scores all {k} draft{'s' if k != 1 else ''} + 1 "
+                                  f"position: its top choice and p(draft) at each" if k else
+                             "2 · Nothing drafted: the target decodes one token, as plain decoding would", x=0,
+                             font=dict(size=14)))
+    return build(data, layout)
 
 
 def verdicts(cycle) -> go.Figure:
@@ -129,12 +136,12 @@ def verdicts(cycle) -> go.Figure:
                           f" {'✓' if v.accepted else '✗'}")
     specs_rows = rows if greedy else 2 * rows
     heights = [1] * rows if greedy else [0.75, 0.25] * rows
-    fig = make_subplots(rows=specs_rows, cols=cols, row_heights=heights,
-                        vertical_spacing=(0.3 if rows > 1 else 0.12) / (1 if greedy else 2),
-                        horizontal_spacing=0.02 if cols > 4 else 0.05,
-                        subplot_titles=[t for r in range(rows) for t in
-                                        (titles[r * cols:(r + 1) * cols] + [""] * (cols - len(titles[r * cols:(r + 1) * cols]))
-                                         + ([] if greedy else [""] * cols))] if vs else ["nothing drafted"])
+    layout, cells = grid(specs_rows, cols, [t for r in range(rows) for t in
+                                            (titles[r * cols:(r + 1) * cols] + [""] * (cols - len(titles[r * cols:(r + 1) * cols]))
+                                             + ([] if greedy else [""] * cols))] if vs else ["nothing drafted"],
+                         row_heights=heights, vertical_spacing=(0.3 if rows > 1 else 0.12) / (1 if greedy else 2),
+                         horizontal_spacing=0.02 if cols > 4 else 0.05)
+    data = []
     small = cols > 4
     for i, v in enumerate(vs):
         r, c = _cell(i, cols)
@@ -146,31 +153,31 @@ def verdicts(cycle) -> go.Figure:
         xs = [("▶" if t == v.token else "") + label(text[t]) for t in ids]
         py = [pmap[t].prob if t in pmap else 0.0 for t in ids]
         qy = [qmap[t].prob if t in qmap else 0.0 for t in ids]
+        x, y = cells[bar_row - 1][c - 1]
         for name, ys, color, group in (("p (target)", py, P_COLOR, "p"), ("q (draft)", qy, Q_COLOR, "q")):
-            fig.add_trace(go.Bar(x=xs, y=ys, name=name, marker_color=color, showlegend=i == 0, legendgroup=group,
-                                 text=[f"{y:.2f}" if y >= 0.005 else "" for y in ys], textposition="outside",
-                                 cliponaxis=False, textfont=dict(size=8 if small else 10),
-                                 hovertemplate="%{x}: " + name.split()[0] + " = %{y:.4f}<extra></extra>"),
-                          row=bar_row, col=c)
-        fig.update_yaxes(range=_fit(max(py + qy)), row=bar_row, col=c, showticklabels=c == 1)
-        fig.update_xaxes(tickfont=dict(size=8 if small else 10), row=bar_row, col=c)
+            data.append(dict(type="bar", x=xs, y=ys, name=name, marker=dict(color=color), showlegend=i == 0,
+                             legendgroup=group, text=[f"{y:.2f}" if y >= 0.005 else "" for y in ys],
+                             textposition="outside", cliponaxis=False, textfont=dict(size=8 if small else 10),
+                             hovertemplate="%{x}: " + name.split()[0] + " = %{y:.4f}<extra></extra>", **ref((x, y))))
+        layout[y].update(range=_fit(max(py + qy)), showticklabels=c == 1)
+        layout[x].update(tickfont=dict(size=8 if small else 10))
         if not greedy:
             color = ACCEPTED if v.accepted else REJECTED
-            fig.add_trace(go.Bar(x=[v.accept_prob], y=[""], orientation="h", marker_color=color, opacity=0.5,
-                                 name="min(1, p/q)", showlegend=i == 0, legendgroup="a",
-                                 hovertemplate="accept probability min(1, p/q) = %{x:.3f}<extra></extra>"),
-                          row=2 * r, col=c)
-            fig.add_trace(go.Scatter(x=[v.u], y=[""], mode="markers", marker=dict(symbol="line-ns-open", size=22,
-                                     color="black", line=dict(width=3)), name="u", showlegend=i == 0,
-                                     legendgroup="u", hovertemplate="u = %{x:.3f}<extra></extra>"), row=2 * r, col=c)
-            fig.update_xaxes(range=[0, 1], row=2 * r, col=c, tickvals=[0, 0.5, 1], tickfont=dict(size=9))
-    fig.update_annotations(font_size=10 if small else 12)
+            test = cells[2 * r - 1][c - 1]
+            data.append(dict(type="bar", x=[v.accept_prob], y=[""], orientation="h", marker=dict(color=color),
+                             opacity=0.5, name="min(1, p/q)", showlegend=i == 0, legendgroup="a",
+                             hovertemplate="accept probability min(1, p/q) = %{x:.3f}<extra></extra>", **ref(test)))
+            data.append(dict(type="scatter", x=[v.u], y=[""], mode="markers",
+                             marker=dict(symbol="line-ns-open", size=22, color="black", line=dict(width=3)), name="u",
+                             showlegend=i == 0, legendgroup="u", hovertemplate="u = %{x:.3f}<extra></extra>", **ref(test)))
+            layout[test[0]].update(range=[0, 1], tickvals=[0, 0.5, 1], tickfont=dict(size=9))
+    _title_size(layout, 10 if small else 12)
     rule = ("accept while the draft token is the target's top choice (▶: the draft token)" if greedy else
             "accept if u < min(1, p/q) (▶: the draft token)")
-    fig.update_layout(height=(300 if greedy else 360) * rows + 30, margin=dict(l=10, r=10, t=70, b=10), barmode="group",
-                      legend=dict(orientation="h", y=1.0, x=1, xanchor="right", yanchor="bottom"),
-                      title=dict(text=f"3 · Verify each draft token in order: {rule}", x=0, font=dict(size=14)))
-    return fig
+    layout.update(height=(300 if greedy else 360) * rows + 30, margin=dict(l=10, r=10, t=70, b=10), barmode="group",
+                  legend=dict(orientation="h", y=1.0, x=1, xanchor="right", yanchor="bottom"),
+                  title=dict(text=f"3 · Verify each draft token in order: {rule}", x=0, font=dict(size=14)))
+    return build(data, layout)
 
 
 def resolution(cycle) -> go.Figure | None:
@@ -180,16 +187,15 @@ def resolution(cycle) -> go.Figure | None:
     if cycle.new_origin != "resampled":
         return None
     r = [t for t in cycle.residual_top if t.prob >= MASS or t.id == cycle.new_token]
-    fig = go.Figure(go.Bar(x=[("▶" if t.id == cycle.new_token else "") + label(t.text) for t in r],
-                           y=[t.prob for t in r], marker_color=[RESAMPLED if t.id == cycle.new_token else "#ce93d8" for t in r],
-                           text=[f"{t.prob:.3f}" for t in r], textposition="outside", cliponaxis=False,
-                           name="residual", hovertemplate="%{x}: residual = %{y:.4f}<extra></extra>"))
+    data = [dict(type="bar", x=[("▶" if t.id == cycle.new_token else "") + label(t.text) for t in r],
+                 y=[t.prob for t in r], marker=dict(color=[RESAMPLED if t.id == cycle.new_token else "#ce93d8" for t in r]),
+                 text=[f"{t.prob:.3f}" for t in r], textposition="outside", cliponaxis=False,
+                 name="residual", hovertemplate="%{x}: residual = %{y:.4f}<extra></extra>")]
     title = "4 · Rejected: resample from the residual normalize(max(0, p − q)) (▶: the token drawn)"
     if cycle.residual_fallback:
         title += " (all zero: p = q, drew from p)"
-    fig.update_layout(height=260, margin=dict(l=10, r=10, t=40, b=10), yaxis=dict(range=_fit(max(t.prob for t in r))),
-                      title=dict(text=title, x=0, font=dict(size=14)), showlegend=False)
-    return fig
+    return build(data, dict(height=260, margin=dict(l=10, r=10, t=40, b=10), yaxis=dict(range=_fit(max(t.prob for t in r))),
+                            title=dict(text=title, x=0, font=dict(size=14)), showlegend=False))
 
 
 def resolution_text(cycle) -> str:
@@ -247,20 +253,20 @@ def cache_strip(cycle, context: list[str] | None = None, window: int = 24) -> go
         z.append([(0 if x < cycle.context_len else 1) if x < state.after else (2 if x < state.before else None) for x in xs])
         texts.append([text(x) if x < max(state.before, state.after) else "" for x in xs])
         hover.append([f"{name} cache, position {x}: " + ("kept" if x < state.after else "rolled back") for x in xs])
-    fig = go.Figure(go.Heatmap(
-        x=xs, y=names, z=z, text=texts, texttemplate="%{text}", textfont=dict(size=10), customdata=hover,
+    data = [dict(
+        type="heatmap", x=xs, y=names, z=z, text=texts, texttemplate="%{text}", textfont=dict(size=10), customdata=hover,
         hovertemplate="%{customdata}<br>%{text}<extra></extra>", xgap=2, ygap=4, showscale=False, zmin=0, zmax=2,
         colorscale=[[0, "#cfd8dc"], [0.33, "#cfd8dc"], [0.34, "#90caf9"], [0.66, "#90caf9"], [0.67, "#ef9a9a"],
-                    [1, "#ef9a9a"]]))
-    fig.update_layout(
+                    [1, "#ef9a9a"]])]
+    layout = dict(
         height=130 + 45 * len(rows), margin=dict(l=60, r=10, t=40, b=55),
         yaxis=dict(tickfont=dict(size=13)), plot_bgcolor="white",
-        xaxis=dict(title="cache position (grey: earlier tokens · blue: this cycle, kept · red: rolled back)",
+        xaxis=dict(title=dict(text="cache position (grey: earlier tokens · blue: this cycle, kept · red: rolled back)"),
                    dtick=2 if len(xs) > 20 else 1),
         title=dict(text=f"5 · KV caches: target {cycle.target_cache.before}→{cycle.target_cache.after}"
                    + (f", draft {cycle.draft_cache.before}→{cycle.draft_cache.after}" if cycle.draft_cache else ", n-gram: no cache"),
                    x=0, font=dict(size=14)))
-    return fig
+    return build(data, layout)
 
 
 def token_chips(tokens_with_origin) -> str:
