@@ -69,7 +69,12 @@ else:
             st.rerun()
 
 st.subheader("Misconceptions")
-st.caption(f"{len(misconceptions)} claims heard in interviews and read in guides, each with the correct version.")
+if mode == "Quiz":  # the list holds the quiz's own answers: shown only while browsing
+    st.caption(f"{len(misconceptions)} claims heard in interviews and read in guides, each with the correct version: "
+               "hidden during the quiz, which asks them too. Switch to **Browse** to read them.")
+    misconceptions = []
+else:
+    st.caption(f"{len(misconceptions)} claims heard in interviews and read in guides, each with the correct version.")
 for m in misconceptions:
     with st.container(border=True):
         st.markdown(f"**Misconception** · _{m.topic}_  \n{m.claim}")

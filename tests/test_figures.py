@@ -1,4 +1,6 @@
 """Figure builders and page helpers on synthetic trace events: no model needed."""
+import dataclasses
+
 import plotly.graph_objects as go
 import pytest
 
@@ -96,3 +98,20 @@ def test_unvalidated_figures_pass_plotlys_validation(k, mode, origin):
         d = fig.to_dict()
         checked = go.Figure(d).to_dict()  # raises ValueError on an invalid property
         assert checked["data"] == d["data"] and checked["layout"] == d["layout"]  # nothing was coerced
+
+
+def test_token_labels_read_in_charts():
+    from specviz.figures import label, short_label
+    assert label("\xa0") == "␣" and label(" \u2009") == "␣␣"  # a non-breaking or thin space is not drawn as nothing
+    assert short_label("<|im_end|>", 6) == "&lt;|im_…"  # cut before escaping: no half entity
+    c = cycle(k=4)
+    c = dataclasses.replace(c, drafts=tuple(dataclasses.replace(d, text="0") for d in c.drafts))
+    fig = F.draft_proposals(c).to_dict()
+    assert all(fig["layout"][f"xaxis{i or ''}"]["type"] == "category" for i in range(4) if i != 1)  # "0" is a token
+
+
+def test_verdict_legend_sits_above_the_subplot_titles():
+    for k in (3, 12):
+        fig = F.verdicts(cycle(k=k, mode="sampling")).to_dict()["layout"]
+        titles = [a for a in fig["annotations"] if a["text"]]
+        assert fig["legend"]["y"] > max(a["y"] for a in titles) and fig["legend"]["yanchor"] == "bottom"

@@ -204,7 +204,10 @@ def test_interview_page_quiz_scores(app):
     at.switch_page("pages/6_Interview_QA.py").run()
     no_errors(at)
     assert len(at.expander) >= 30
+    shown = lambda: sum("**Correct** ·" in m.value for m in at.markdown)
+    assert shown() >= 10  # browsing: the misconceptions with their correct versions
     at.radio(key="qa_mode").set_value("Quiz").run()
+    assert shown() == 0  # the quiz asks them: their answers are not on the page beside it
     at.button(key="qa_reveal").click().run()
     at.button(key="qa_right").click().run()
     assert any(m.label == "Score" and m.value == "1 / 1" for m in at.metric)

@@ -12,10 +12,11 @@ P_COLOR, Q_COLOR = "#1565c0", "#ef6c00"
 
 
 def label_plain(text: str) -> str:
-    """Token text with whitespace made visible (newline ↵, tab ⇥, a token of spaces ␣), not escaped."""
+    """Token text with whitespace made visible (newline ↵, tab ⇥, a token of only spaces, non-breaking or
+    other Unicode spaces included, ␣ each), not escaped."""
     shown = text.replace("\n", "↵").replace("\t", "⇥")
     if shown.strip() == "":
-        shown = shown.replace(" ", "␣") or "∅"
+        shown = "".join("␣" if ch.isspace() else ch for ch in shown) or "∅"
     return shown
 
 
@@ -23,6 +24,12 @@ def label(text: str) -> str:
     """Token text made safe and visible in a chart: Plotly renders a subset of HTML in text, so
     escape it, and show whitespace that would otherwise be invisible."""
     return html.escape(label_plain(text), quote=False)
+
+
+def short_label(text: str, width: int) -> str:
+    """label() cut to `width` characters with "…" (cut before escaping, so an entity is never split)."""
+    shown = label_plain(text)
+    return html.escape(shown if len(shown) <= width else shown[: width - 1] + "…", quote=False)
 
 
 _MD_SPECIAL = set("\\`*_{}[]()#+-.!<>|~$")

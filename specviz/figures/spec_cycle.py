@@ -6,7 +6,8 @@ import html
 
 import plotly.graph_objects as go
 
-from . import ACCEPTED, BONUS, CORRECTION, P_COLOR, Q_COLOR, REJECTED, RESAMPLED, build, grid, label, label_plain, md_escape, ref
+from . import (ACCEPTED, BONUS, CORRECTION, P_COLOR, Q_COLOR, REJECTED, RESAMPLED, build, grid, label, label_plain, md_escape,
+               ref, short_label)
 
 ORIGIN_COLORS = {"accepted": ACCEPTED, "resampled": RESAMPLED, "bonus": BONUS, "correction": CORRECTION,
                  "target": "#607d8b", "prompt": "#9e9e9e"}
@@ -30,17 +31,12 @@ def _fit(top: float) -> list[float]:
     return [0, min(1.15, max(top, 0.02) * 1.3)]
 
 
-def _title(text: str, width: int = 18) -> str:
-    """A subplot title short enough for its column: long token text is cut (the hover has it whole)."""
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
 def draft_proposals(cycle, shown: int | None = None) -> go.Figure:
     """q's top candidates at each draft position (only tokens with mass), the proposed token dark, each bar
     labelled with its value; 9+ drafts wrap onto a second row."""
     drafts = cycle.drafts[: len(cycle.drafts) if shown is None else shown]
     rows, cols = _grid(max(len(drafts), 1))
-    titles = [_title(f"{d.position + 1}: {label(d.text)}") for d in drafts] or ["no drafts"]
+    titles = [f"{d.position + 1}: " + short_label(d.text, 15) for d in drafts] or ["no drafts"]  # the hover has it whole
     layout, cells = grid(rows, cols, titles, vertical_spacing=0.25 if rows > 1 else 0.1,
                          horizontal_spacing=0.02 if cols > 4 else 0.05)
     data = []
@@ -55,7 +51,7 @@ def draft_proposals(cycle, shown: int | None = None) -> go.Figure:
             textfont=dict(size=9 if cols > 4 else 11),
             hovertemplate="%{x}: q = %{y:.4f}<extra>draft " + str(i + 1) + "</extra>", **ref((x, y))))
         layout[y].update(range=_fit(max(t.prob for t in top)), showticklabels=c == 1)
-        layout[x].update(tickfont=dict(size=9 if cols > 4 else 11))
+        layout[x].update(tickfont=dict(size=9 if cols > 4 else 11), type="category")  # "0" is a token, not a number
     _title_size(layout, 11 if cols > 4 else 13)
     layout.update(height=230 * rows + 40, margin=dict(l=10, r=10, t=60, b=10),
                   title=dict(text="1 · The draft proposes (bars: q, its probabilities; proposed token dark)", x=0,
@@ -83,7 +79,7 @@ def verify_pass(cycle) -> go.Figure:
     else:
         dense = k > 8  # many positions: the draft token goes under the axis, values on hover only
         draft_text = [label(d.text) for d in cycle.drafts] + ["(none: bonus slot)"]
-        xs = [f"{i + 1}<br>{_title(t, 8)}" if dense and i < k else f"{i + 1}" for i, t in enumerate(draft_text)]
+        xs = [f"{i + 1}<br>{short_label(d.text, 8)}" if dense else f"{i + 1}" for i, d in enumerate(cycle.drafts)] + [f"{k + 1}"]
         top_text = [label(t.text) for t in cycle.target_top]
         agree = [d.token == cycle.target_top[i].id for i, d in enumerate(cycle.drafts)]
         greedy = cycle.verify_mode == "greedy"
@@ -97,7 +93,7 @@ def verify_pass(cycle) -> go.Figure:
         data = [dict(
             type="bar", x=xs, y=[t.prob for t in cycle.target_top], name="target's top choice: p(top)",
             marker=dict(color="#90caf9"),
-            text=[_title(t, 8) if dense else f"{t}<br>{pt.prob:.2f}" for t, pt in zip(top_text, cycle.target_top)],
+            text=[short_label(pt.text, 8) if dense else f"{t}<br>{pt.prob:.2f}" for t, pt in zip(top_text, cycle.target_top)],
             textposition="outside", textfont=dict(size=9 if dense else 11),
             cliponaxis=False, customdata=top_text,
             hovertemplate="position %{x}: the target's top choice %{customdata}, p = %{y:.4f}<extra></extra>"), dict(
@@ -114,8 +110,8 @@ def verify_pass(cycle) -> go.Figure:
                              "after the first rejection, computed but discarded)"), type="category"),
             legend=dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom"))
     layout.update(margin=dict(l=10, r=10, t=60, b=10), bargap=0.25,
-                  title=dict(text=f"2 · ONE target forward pass scores all {k} draft{'s' if k != 1 else ''} + 1 "
-                                  f"position: its top choice and p(draft) at each" if k else
+                  title=dict(text=f"2 · ONE target forward pass over all {k} draft{'s' if k != 1 else ''} + 1 "
+                                  f"position computes, at every position, the target's top choice and p(draft token)" if k else
                              "2 · Nothing drafted: the target decodes one token, as plain decoding would", x=0,
                              font=dict(size=14)))
     return build(data, layout)
@@ -130,9 +126,9 @@ def verdicts(cycle) -> go.Figure:
     titles = []
     for v in vs:
         if greedy:
-            titles.append(_title(f"{label(v.text)} {'✓' if v.accepted else '✗'}", 14))
+            titles.append(short_label(v.text, 12) + f" {'✓' if v.accepted else '✗'}")
         else:
-            titles.append(_title(label(v.text), 10) + f" u={v.u:.2f}{'<' if v.accepted else '≥'}{v.accept_prob:.2f}"
+            titles.append(short_label(v.text, 10) + f" u={v.u:.2f}{'<' if v.accepted else '≥'}{v.accept_prob:.2f}"
                           f" {'✓' if v.accepted else '✗'}")
     specs_rows = rows if greedy else 2 * rows
     heights = [1] * rows if greedy else [0.75, 0.25] * rows
@@ -160,7 +156,7 @@ def verdicts(cycle) -> go.Figure:
                              textposition="outside", cliponaxis=False, textfont=dict(size=8 if small else 10),
                              hovertemplate="%{x}: " + name.split()[0] + " = %{y:.4f}<extra></extra>", **ref((x, y))))
         layout[y].update(range=_fit(max(py + qy)), showticklabels=c == 1)
-        layout[x].update(tickfont=dict(size=8 if small else 10))
+        layout[x].update(tickfont=dict(size=8 if small else 10), type="category")
         if not greedy:
             color = ACCEPTED if v.accepted else REJECTED
             test = cells[2 * r - 1][c - 1]
@@ -174,8 +170,9 @@ def verdicts(cycle) -> go.Figure:
     _title_size(layout, 10 if small else 12)
     rule = ("accept while the draft token is the target's top choice (▶: the draft token)" if greedy else
             "accept if u < min(1, p/q) (▶: the draft token)")
-    layout.update(height=(300 if greedy else 360) * rows + 30, margin=dict(l=10, r=10, t=70, b=10), barmode="group",
-                  legend=dict(orientation="h", y=1.0, x=1, xanchor="right", yanchor="bottom"),
+    height = (300 if greedy else 360) * rows + 30
+    layout.update(height=height, margin=dict(l=10, r=10, t=95, b=10), barmode="group",  # legend: 24 px above the subplot titles
+                  legend=dict(orientation="h", y=1 + 24 / (height - 105), x=1, xanchor="right", yanchor="bottom"),
                   title=dict(text=f"3 · Verify each draft token in order: {rule}", x=0, font=dict(size=14)))
     return build(data, layout)
 
@@ -195,6 +192,7 @@ def resolution(cycle) -> go.Figure | None:
     if cycle.residual_fallback:
         title += " (all zero: p = q, drew from p)"
     return build(data, dict(height=260, margin=dict(l=10, r=10, t=40, b=10), yaxis=dict(range=_fit(max(t.prob for t in r))),
+                            xaxis=dict(type="category"),
                             title=dict(text=title, x=0, font=dict(size=14)), showlegend=False))
 
 
@@ -240,22 +238,24 @@ def cache_strip(cycle, context: list[str] | None = None, window: int = 24) -> go
     xs = list(range(lo, end))
     context = list(context or [])
 
-    def text(x):
+    def token(x):  # the raw text of the token at cache position x, if known
         if x >= cycle.context_len:
             i = x - cycle.context_len
-            return label(cycle.drafts[i].text) if i < len(cycle.drafts) else ""
+            return cycle.drafts[i].text if i < len(cycle.drafts) else None
         j = x - cycle.context_len + len(context)
-        return label(context[j]) if 0 <= j < len(context) else ""
+        return context[j] if 0 <= j < len(context) else None
 
     names = [name for name, _ in rows][::-1]  # target drawn on top
     z, texts, hover = [], [], []
     for name, state in rows[::-1]:
         z.append([(0 if x < cycle.context_len else 1) if x < state.after else (2 if x < state.before else None) for x in xs])
-        texts.append([text(x) if x < max(state.before, state.after) else "" for x in xs])
-        hover.append([f"{name} cache, position {x}: " + ("kept" if x < state.after else "rolled back") for x in xs])
+        shown = [token(x) if x < max(state.before, state.after) else None for x in xs]
+        texts.append(["" if t is None else short_label(t, 6) for t in shown])  # a cell's width; the hover has it whole
+        hover.append([f"{name} cache, position {x}: " + ("kept" if x < state.after else "rolled back")
+                      + ("" if t is None else "<br>" + label(t)) for x, t in zip(xs, shown)])
     data = [dict(
         type="heatmap", x=xs, y=names, z=z, text=texts, texttemplate="%{text}", textfont=dict(size=10), customdata=hover,
-        hovertemplate="%{customdata}<br>%{text}<extra></extra>", xgap=2, ygap=4, showscale=False, zmin=0, zmax=2,
+        hovertemplate="%{customdata}<extra></extra>", xgap=2, ygap=4, showscale=False, zmin=0, zmax=2,
         colorscale=[[0, "#cfd8dc"], [0.33, "#cfd8dc"], [0.34, "#90caf9"], [0.66, "#90caf9"], [0.67, "#ef9a9a"],
                     [1, "#ef9a9a"]])]
     layout = dict(
