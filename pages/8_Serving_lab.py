@@ -41,7 +41,7 @@ rows = [{"model": s.name, "layers": s.layers, "KV heads": s.kv_heads, "head dim"
          "weights (GiB)": s.params * bytes_per_value / S.GIB, "source": s.source} for s in shapes]
 st.dataframe(pd.DataFrame(rows).style.format({"KV per token (KiB)": "{:.1f}", "weights (GiB)": "{:.2f}",
                                               f"KV at batch {batch} × {context} (GiB)": "{:.2f}"}),
-             hide_index=True, use_container_width=True)
+             hide_index=True, width="stretch")
 st.plotly_chart(F.kv_memory(S.KNOWN_SHAPES[:2] + [embedded], batch, [512 * 2 ** i for i in range(9)], bytes_per_value,
                             beams, prompt, share, budget_gib=80), key="sv_kv")
 big = S.KNOWN_SHAPES[1]
@@ -133,7 +133,7 @@ if measured:
         "target passes greedy / spec": f"{r['greedy_target_passes']} / {r['target_passes']}",
         "draft passes": r["draft_passes"], "tokens/pass, mean sequence": r["mean_tokens_per_pass"],
         "tokens/pass, whole batch": r["batch_tokens_per_pass"], "identical to greedy": r["identical"]}
-        for r in measured["runs"]]).style.format(precision=2), hide_index=True, use_container_width=True)
+        for r in measured["runs"]]).style.format(precision=2), hide_index=True, width="stretch")
     worst = measured["runs"][-1]
     if measured.get("conditions"):
         st.caption("Conditions: " + measured["conditions"])

@@ -5,7 +5,7 @@ import streamlit as st
 from ui.common import (chart, controls, encode, figure, get_models, get_replay, link, play_interval, play_speed,
                        play_tick, sidebar, slider)
 
-from specviz.figures import md_escape
+from specviz.figures import label_plain, md_escape
 from specviz.figures.lookahead import candidates_figure, jacobi_figure, mask_figure, progress_figure, window_figure
 from specviz.lookahead import jacobi_steps, lookahead_steps
 
@@ -49,7 +49,7 @@ def view():
     how = (f"candidate {step.best} matched {step.matched[step.best]} token(s)" if step.best >= 0
            else "no candidate matched" if step.candidates else "nothing to verify yet")
     st.markdown(f"**Target pass {step.step + 1}** · {how} → {len(step.emitted)} token(s): "
-                + " ".join(f"“{md_escape(texts[x])}”" for x in step.emitted)
+                + " ".join(f"“{md_escape(label_plain(texts[x]))}”" for x in step.emitted)
                 + f" · pool {step.pool_size} n-grams" + (" · done" if replay.at_end else ""))
     # full width: at W = 10 a half-width column leaves no room for the cells' text
     chart(figure(window_figure, step), key="la_window_fig")

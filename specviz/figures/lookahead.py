@@ -31,7 +31,7 @@ def grid(rows: list[list[str]], colors: list[list[str]], names: list[str], hover
         # invisible points carry the hover text (shapes have none)
         fig.add_trace(go.Scatter(x=[c + 0.5 for c in range(len(row))], y=[y + 0.5] * len(row), mode="markers",
                                  marker=dict(size=30, opacity=0), hovertext=tips, hoverinfo="text", showlegend=False))
-    fig.update_layout(title=title, height=70 + height_per_row * n, margin=dict(l=10, r=10, t=40, b=10),
+    fig.update_layout(title=title, height=90 + height_per_row * n, margin=dict(l=10, r=10, t=40, b=30),  # room for "column"
                       xaxis=dict(range=[0, width], showgrid=False, zeroline=False, tickvals=[c + 0.5 for c in range(width)],
                                  ticktext=[str(c) for c in range(width)], title="column"),
                       yaxis=dict(range=[0, n], showgrid=False, zeroline=False, tickvals=[n - 1 - r + 0.5 for r in range(n)],
@@ -122,7 +122,10 @@ def progress_figure(lookahead: list, jacobi: list) -> go.Figure:
                              name="n-grams in the pool", mode="lines+markers", line=dict(color=ACCEPTED)))
     fig.update_layout(barmode="group", height=320, margin=dict(l=10, r=10, t=40, b=10),
                       title="tokens per target pass: the pool is what makes lookahead gain",
-                      xaxis=dict(title="target pass"), yaxis=dict(title="tokens", dtick=1, rangemode="tozero"),
-                      yaxis2=dict(title="pool", overlaying="y", side="right", rangemode="tozero", showgrid=False),
+                      xaxis=dict(title="target pass", tickmode="linear", tick0=1, dtick=max(1, len(lookahead) // 12)),
+                      yaxis=dict(title="tokens", dtick=1, rangemode="tozero"),
+                      # its own ticks (whole n-gram counts), not ticks synced to the left axis's grid
+                      yaxis2=dict(title="pool", overlaying="y", side="right", rangemode="tozero", showgrid=False,
+                                  tickmode="auto"),
                       legend=dict(orientation="h", y=-0.3))
     return fig

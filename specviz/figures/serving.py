@@ -22,7 +22,7 @@ def kv_memory(shapes, batch: int, contexts, bytes_per_value: int, beams: int, pr
                                  line=dict(color="#777", dash="dot"), name=f"{budget_gib:g} GiB (one 80 GB GPU)",
                                  text=["", f"{budget_gib:g} GiB"], textposition="top left", hoverinfo="skip"))
     fig.update_layout(height=340, margin=dict(l=10, r=10, t=40, b=10), xaxis_title="context (tokens per sequence)",
-                      yaxis_title="KV cache (GiB)", xaxis_type="log", yaxis_type="log",
+                      yaxis_title="KV cache (GiB)", xaxis_type="log", yaxis_type="log", xaxis_dtick=1, yaxis_dtick=1,  # powers of 10 only
                       legend=dict(orientation="h", y=-0.25),
                       title=dict(text=f"KV cache for batch {batch}" + (f", {beams} beams" if beams > 1 else ""),
                                  x=0, font=dict(size=14)))
@@ -59,6 +59,7 @@ def roofline(devices, shape, batches, k: int, bytes_per_value: int) -> go.Figure
                                  line=dict(color=color, dash="dot"), text=[f"ridge {ridge:.0f} FLOP/B", ""],
                                  textposition="bottom right", hoverinfo="skip"))
     fig.update_layout(height=380, margin=dict(l=10, r=10, t=40, b=10), xaxis_type="log", yaxis_type="log",
+                      xaxis_dtick=1, yaxis_dtick=1,  # label powers of 10 only (not 2 and 5 between them)
                       xaxis_title="arithmetic intensity (FLOPs per byte read)", yaxis_title="attainable FLOP/s",
                       legend=dict(orientation="h", y=-0.22),
                       title=dict(text=f"Roofline, {shape.name}: ● decode, ◆ verify (linear layers at each B); "
@@ -84,6 +85,7 @@ def speedup_vs_batch(grid: dict | None, a: float, calculated: dict | None = None
         add_measured(fig, measured)
     fig.add_hline(y=1.0, line_dash="dot", annotation_text="no gain", annotation_position="bottom left")  # linear y
     fig.update_layout(height=340, margin=dict(l=10, r=10, t=40, b=10), xaxis_type="log", xaxis_title="batch size B",
+                      xaxis_tickvals=[2 ** i for i in range(11)],
                       yaxis_title="estimated speedup", legend=dict(orientation="h", y=-0.25),
                       title=dict(text=f"Speculation against batch size (a = {a:.2f})", x=0, font=dict(size=14)))
     return fig
