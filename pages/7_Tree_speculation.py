@@ -58,6 +58,9 @@ if choice == "Medusa heads":
     except SpecVizError as e:
         st.error(md_escape(str(e)) + " Using the shipped list instead.")
         choices = tuple(models.medusa.choices)
+    st.caption(f"The tree is the first paths of this list that fit: at most N = {budget} nodes, each path at most "
+               f"{min(depth, models.medusa.num_heads)} deep (one head per depth: {models.medusa.num_heads} heads, so "
+               "a depth above that adds nothing), a path only when its parent is in.")
 t1, t2, t3 = st.columns(3)
 keep("tr_typical")
 typical_on = t1.toggle("Typical acceptance (LOSSY)", key="tr_typical",
@@ -109,15 +112,24 @@ def view():
     st.caption(f"Target KV cache: {cycle.target_cache.before} entries after the verify pass (context + every node) "
                f"→ {cycle.target_cache.after} after the gather (context + the accepted path).")
     tokens = sum(len(c.emitted) for c in done)
-    passes = sum(1 + c.prefill for c in done)
-    m = st.columns(3)
+    verify, prefill = len(done), sum(c.prefill for c in done)
+    m = st.columns(4)
     m[0].metric("Tokens", tokens)
-    m[1].metric("Target passes", passes)
-    m[2].metric("Tokens per target pass", f"{tokens / passes:.2f}")
-    st.caption("Greedy: the walk takes the child equal to the target's argmax, so the output is plain greedy's. "
-               "Sampling: children are tried in turn, each against the residual the earlier rejections left "
-               "(multi-draft recursive rejection sampling): exactly the target's distribution. Hover a node for "
-               "its path from the root, p, q and the verdict.")
+    m[1].metric("Target passes", verify + prefill,
+                help=f"{verify} verify pass{'es' if verify != 1 else ''}"
+                     + (f" + {prefill} prefill pass over the prompt" if prefill else ""))
+    m[2].metric("Tokens per verify pass", f"{tokens / verify:.2f}",
+                help="Mean acceptance length, as on the Speculative decoding page: output tokens / verify passes, "
+                     "each pass's correction, resampled or bonus token included.")
+    m[3].metric("Tokens per target pass", f"{tokens / (verify + prefill):.2f}",
+                help="The prefill pass counted too (the drafter reads the target's states, so it needs one first): "
+                     "the figure the model card reports.")
+    st.caption("Colour: the verdict. Opacity: the draft's confidence q in that token (fainter: less sure). The star "
+               "after the accepted path is the token the target adds itself (correction, resampled or bonus): it is "
+               "not drafted, so it is not a node of the tree. Greedy: the walk takes the child equal to the target's "
+               "argmax, so the output is plain greedy's. Sampling: children are tried in turn, each against the "
+               "residual the earlier rejections left (multi-draft recursive rejection sampling): exactly the "
+               "target's distribution. Hover a node for its path from the root, p, q and the verdict.")
 
 
 view()

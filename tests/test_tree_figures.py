@@ -28,8 +28,14 @@ def test_tree_figure_colours_and_path():
     assert markers["accepted"] == ["a", "d"] and markers["rejected"] == ["b", "c"]
     thick = [t for t in fig.data if t.mode == "lines" and t.line.width == 4]
     assert len(thick) == 1 and list(thick[0].x).count(None) == 2  # one trace, two segments: root -> a, a -> d
-    thin = [t for t in fig.data if t.mode == "lines" and t.line.width != 4]
+    thin = [t for t in fig.data if t.mode == "lines" and t.line.color == "#cccccc"]
     assert len(thin) == 1 and list(thin[0].x).count(None) == 2  # b and c
+    # the bonus token the target adds after the path is drawn too (not a node of the tree), past d's depth
+    assert markers["bonus (the target's own token)"] == ["z"]
+    star = next(t for t in fig.data if t.name and t.name.startswith("bonus"))
+    assert star.x[0] == 3 and star.marker.symbol == "star"
+    # the accepted path's labels sit above its thick line, the others beside their node
+    assert list(next(t for t in fig.data if t.name == "accepted").textposition) == ["top right", "top right"]
 
 
 def test_mask_figure_rows_carry_position_ids():
@@ -86,3 +92,16 @@ def test_break_even_and_fit_figures():
     assert list(fig.data[2].x) == [8] and list(fig.data[2].y) == [2.8]
     fit = fit_figure(["a", "other"], [30, 70], [33.0, 67.0], "t")
     assert list(fit.data[0].y) == [30, 70] and list(fit.data[1].y) == [33.0, 67.0]
+
+
+def test_mask_columns_stay_readable_with_many_nodes():
+    """Past a dozen columns the labels under them are the node index over its position id (no token text to
+    run into the next column); the hover still names both ends."""
+    import dataclasses
+    base = cycle()
+    nodes = tuple(dataclasses.replace(base.nodes[0], index=i, parent=-1, text=f"tok{i}") for i in range(12))
+    big = dataclasses.replace(base, nodes=nodes, mask=tuple(tuple(i == j for j in range(12)) for i in range(12)),
+                              position_ids=(10,) * 12, path=(0,))
+    hm = mask_figure(big, context_tail=2).data[0]
+    assert list(hm.x[:3]) == ["ctx<br>8", "ctx<br>9", "0<br>10"] and all("tok" not in x for x in hm.x)
+    assert hm.customdata[0][2] == "0:tok0 (pos 10) sees 0:tok0 (pos 10)" and "does not see" in hm.customdata[0][3]

@@ -6,10 +6,11 @@ from __future__ import annotations
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from . import ACCEPTED, REJECTED, label
+from . import ACCEPTED, BONUS, CORRECTION, REJECTED, RESAMPLED, label
 
 NOT_REACHED = "#b0b0b0"
 VERDICT_COLORS = {"accepted": ACCEPTED, "rejected": REJECTED, "not reached": NOT_REACHED}
+NEW_COLORS = {"correction": CORRECTION, "bonus": BONUS, "resampled": RESAMPLED}
 
 
 def layout_positions(cycle) -> dict[int, tuple[float, float]]:
@@ -54,7 +55,9 @@ def node_hover(cycle, n, root_text: str = "context") -> str:
 
 def tree_figure(cycle, root_text: str = "context") -> go.Figure:
     """Nodes labelled with their token; colour = verdict, opacity = the draft's confidence q; the accepted
-    path's edges thick; hovering shows the node's ancestors, depth, position id, p, q and the verdict."""
+    path's edges thick, its labels above the line, and after it the token the target adds itself (correction,
+    resampled or bonus: not a node of the tree); hovering shows the node's ancestors, depth, position id, p, q
+    and the verdict."""
     pos = layout_positions(cycle)
     on_path = set(cycle.path)
     fig = go.Figure()
@@ -76,12 +79,24 @@ def tree_figure(cycle, root_text: str = "context") -> go.Figure:
             continue
         fig.add_trace(go.Scatter(
             x=[pos[n.index][0] for n in nodes], y=[pos[n.index][1] for n in nodes], mode="markers+text",
-            name=verdict, text=[label(n.text) for n in nodes], textposition="middle right",
+            name=verdict, text=[label(n.text) for n in nodes],
+            textposition=["top right" if n.index in on_path else "middle right" for n in nodes],  # not under the thick line
             marker=dict(size=18, color=color, opacity=[0.35 + 0.65 * min(1.0, n.q) for n in nodes],
                         line=dict(color="#333", width=1)),
             hovertext=[node_hover(cycle, n, root_text) for n in nodes], hoverinfo="text"))
     fig.add_trace(go.Scatter(x=[0], y=[pos[-1][1]], mode="markers+text", text=[label(root_text)], name="root",
                              textposition="middle left", marker=dict(size=20, color="#444", symbol="square")))
+    if cycle.new_token is not None and cycle.new_origin in NEW_COLORS:
+        # half a row below the last accepted node: its rejected child may sit level with it
+        x0, y0 = pos[cycle.path[-1] if cycle.path else -1]
+        fig.add_trace(go.Scatter(x=[x0, x0 + 1], y=[y0, y0 - 0.5], mode="lines", line=dict(color=NEW_COLORS[cycle.new_origin],
+                                 dash="dot", width=2), hoverinfo="skip", showlegend=False))
+        fig.add_trace(go.Scatter(
+            x=[x0 + 1], y=[y0 - 0.5], mode="markers+text", text=[label(cycle.new_text)], textposition="middle right",
+            name=f"{cycle.new_origin} (the target's own token)", marker=dict(size=18, color=NEW_COLORS[cycle.new_origin],
+                                                                          symbol="star", line=dict(color="#333", width=1)),
+            hovertext=[f"{cycle.new_origin}: {label(cycle.new_text)}, from the target's distribution at the end of "
+                       "the accepted path (not drafted)"], hoverinfo="text"))
     fig.update_layout(xaxis=dict(title="depth (drafted position)", dtick=1), yaxis=dict(visible=False),
                       height=max(260, 36 * (1 + sum(1 for n in cycle.nodes if not any(m.parent == n.index for m in cycle.nodes)))),
                       margin=dict(l=10, r=10, t=30, b=30), legend=dict(orientation="h"))
@@ -94,13 +109,20 @@ def mask_figure(cycle, context_tail: int = 4) -> go.Figure:
     column, under the heatmap (a context token's position id is its index)."""
     n = len(cycle.nodes)
     ctx = min(context_tail, cycle.context_len)
-    cols = ([f"ctx<br>pos {cycle.context_len - ctx + j}" for j in range(ctx)]
-            + [f"{i}:{label(m.text)}<br>pos {m.position_id}" for i, m in enumerate(cycle.nodes)])
-    rows = [f"{i}:{label(m.text)} (pos {m.position_id})" for i, m in enumerate(cycle.nodes)]
+    full = ([f"context, pos {cycle.context_len - ctx + j}" for j in range(ctx)]
+            + [f"{i}:{label(m.text)} (pos {m.position_id})" for i, m in enumerate(cycle.nodes)])
+    compact = n + ctx > 12  # past a dozen columns, token texts under the columns run into each other
+    cols = ([f"ctx<br>{'' if compact else 'pos '}{cycle.context_len - ctx + j}" for j in range(ctx)]
+            + [(f"{i}<br>{m.position_id}" if compact else f"{i}:{label(m.text)}<br>pos {m.position_id}")
+               for i, m in enumerate(cycle.nodes)])
+    rows = full[ctx:]
     z = [[1] * ctx + [int(v) for v in cycle.mask[i]] for i in range(n)]
+    sees = [[f"{rows[i]} {'sees' if v else 'does not see'} {full[j]}" for j, v in enumerate(z[i])] for i in range(n)]
     fig = go.Figure(go.Heatmap(z=z, x=cols, y=rows, colorscale=[[0, "#f4f4f4"], [1, "#1565c0"]], showscale=False,
-                               xgap=1, ygap=1, hovertemplate="%{y} sees %{x}: %{z}<extra></extra>"))
-    fig.update_layout(yaxis=dict(autorange="reversed"), height=max(240, 24 * n + 80),
+                               xgap=1, ygap=1, customdata=sees, hovertemplate="%{customdata}<extra></extra>"))
+    fig.update_layout(yaxis=dict(autorange="reversed"), height=max(240, 24 * n + 100),
+                      xaxis=dict(tickangle=0, title=dict(text="columns: node index (the row labels' numbers) over its "
+                                                              "position id; ctx = context" if compact else None)),
                       margin=dict(l=10, r=10, t=30, b=10), title="tree attention mask (rows attend to columns)")
     return fig
 
