@@ -115,3 +115,10 @@ def test_verdict_legend_sits_above_the_subplot_titles():
         fig = F.verdicts(cycle(k=k, mode="sampling")).to_dict()["layout"]
         titles = [a for a in fig["annotations"] if a["text"]]
         assert fig["legend"]["y"] > max(a["y"] for a in titles) and fig["legend"]["yanchor"] == "bottom"
+
+
+def test_speedup_charts_colour_each_a_alike():
+    from specviz.figures.speedup import improvement, tokens_per_pass
+    colors = lambda fig: {t.name: t.line.color for t in fig.data if t.name and t.name.startswith("a = ")}
+    left, right = colors(tokens_per_pass(0.75)), colors(improvement(0.75, 0.1))
+    assert len(left) == 6 and left == right and len(set(left.values())) == 6

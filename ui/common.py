@@ -29,11 +29,11 @@ CURATED = {  # the first is the default: a long answer whose first cycles alread
     "Explain a hash table (chat)": "Explain how a hash table works.",
     "Explain beam search (chat)": "Explain beam search in two sentences.",
     "What is 2+2? (beam beats greedy)": "What is 2+2?",
-    "Refactor this code (n-gram shines)": (
+    "Refactor code (n-gram)": (
         "Add type hints to this function and return the whole function:\n\n"
         "def average(values):\n    total = 0\n    for value in values:\n        total = total + value\n"
         "    return total / len(values)\n"),
-    "Surreal poem (low acceptance)": "Write a surreal poem about a violin made of fog and a clock that eats oranges.",
+    "Surreal poem (drafts miss)": "Write a surreal poem about a violin made of fog and a clock that eats oranges.",
 }
 OWN = "Your own prompt"
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import plotly.graph_objects as go
+from plotly.colors import qualitative
 
 from ..theory import best_k, expected_tokens, walltime_improvement
 
@@ -9,16 +10,18 @@ A_FAMILY = (0.5, 0.6, 0.7, 0.8, 0.9)
 
 
 def _a_values(a):
-    return sorted(set(A_FAMILY) | {round(a, 3)})
+    """(a, its colour) for the family and the chosen a: the same a has the same colour in every chart."""
+    values = sorted(set(A_FAMILY) | {round(a, 3)})
+    return [(av, qualitative.Plotly[i % len(qualitative.Plotly)]) for i, av in enumerate(values)]
 
 
 def tokens_per_pass(a: float, k_max: int = 16) -> go.Figure:
     ks = list(range(1, k_max + 1))
     fig = go.Figure()
-    for av in _a_values(a):
+    for av, color in _a_values(a):
         chosen = abs(av - a) < 1e-9
         fig.add_trace(go.Scatter(x=ks, y=[expected_tokens(av, k) for k in ks], mode="lines+markers" if chosen else "lines",
-                                 name=f"a = {av:g}", line=dict(width=4 if chosen else 1.5)))
+                                 name=f"a = {av:g}", line=dict(width=4 if chosen else 1.5, color=color)))
     fig.update_layout(height=460, margin=dict(l=10, r=10, t=40, b=10), xaxis_title="K (drafts per cycle)",
                       yaxis_title="expected tokens per target pass",
                       legend=dict(orientation="h", x=0, y=-0.18, yanchor="top", font=dict(size=10)),
@@ -35,11 +38,11 @@ def improvement(a: float, c: float, v_of_k=None, k_max: int = 16, measured=None,
     ks = list(range(1, k_max + 1))
     fig = go.Figure()
     top = 1.0
-    for av in _a_values(a):
+    for av, color in _a_values(a):
         chosen = abs(av - a) < 1e-9
         ys = [walltime_improvement(av, k, c) for k in ks]
         top = max(top, *ys)
-        fig.add_trace(go.Scatter(x=ks, y=ys, mode="lines", name=f"a = {av:g}", line=dict(width=4 if chosen else 1.5),
+        fig.add_trace(go.Scatter(x=ks, y=ys, mode="lines", name=f"a = {av:g}", line=dict(width=4 if chosen else 1.5, color=color),
                                  opacity=1 if chosen else 0.6))
         if chosen:
             kb = best_k(av, c, 1.0, k_max)
