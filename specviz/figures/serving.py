@@ -59,7 +59,7 @@ def roofline(devices, shape, batches, k: int, bytes_per_value: int) -> go.Figure
                                  line=dict(color=color, dash="dot"), text=[f"ridge {ridge:.0f} FLOP/B", ""],
                                  textposition="bottom right", hoverinfo="skip"))
     fig.update_layout(height=380, margin=dict(l=10, r=10, t=40, b=10), xaxis_type="log", yaxis_type="log",
-                      xaxis_dtick=1, yaxis_dtick=1,  # label powers of 10 only (not 2 and 5 between them)
+                      xaxis_dtick=1, yaxis_dtick=1, yaxis_exponentformat="SI",  # powers of 10 only (not 2 and 5 between)
                       xaxis_title="arithmetic intensity (FLOPs per byte read)", yaxis_title="attainable FLOP/s",
                       legend=dict(orientation="h", y=-0.22),
                       title=dict(text=f"Roofline, {shape.name}: ● decode, ◆ verify (linear layers at each B); "
@@ -105,7 +105,7 @@ def add_measured(fig: go.Figure, measured: dict) -> None:
     fig.add_trace(go.Scatter(x=[r["batch"] for r in runs], y=[r["speedup"] for r in runs], mode="markers+text",
                              name="measured: batched speculative greedy vs batched greedy (wall-clock)",
                              marker=dict(color=COLORS[4], size=12), text=[f"{r['speedup']:.2f}×" for r in runs],
-                             textposition="top center",
+                             textposition="middle right",  # above the point it ran into the GPU curve
                              customdata=[[r["mean_tokens_per_pass"], r["batch_tokens_per_pass"]] for r in runs],
                              hovertemplate="B=%{x}: %{y:.2f}× measured<br>tokens per pass: %{customdata[0]:.2f} per "
                                            "sequence, %{customdata[1]:.2f} for the batch<extra></extra>"))

@@ -110,8 +110,8 @@ def verify_pass(cycle) -> go.Figure:
                              "after the first rejection, computed but discarded)"), type="category"),
             legend=dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom"))
     layout.update(margin=dict(l=10, r=10, t=60, b=10), bargap=0.25,
-                  title=dict(text=f"2 · ONE target forward pass over all {k} draft{'s' if k != 1 else ''} + 1 "
-                                  f"position computes, at every position, the target's top choice and p(draft token)" if k else
+                  title=dict(text=f"2 · ONE target forward pass over the {k} draft{'s' if k != 1 else ''} + 1: at each "
+                                  f"position, the target's top choice and p(draft token)" if k else
                              "2 · Nothing drafted: the target decodes one token, as plain decoding would", x=0,
                              font=dict(size=14)))
     return build(data, layout)

@@ -89,11 +89,11 @@ def tree_figure(cycle, root_text: str = "context") -> go.Figure:
     if cycle.new_token is not None and cycle.new_origin in NEW_COLORS:
         # half a row below the last accepted node: its rejected child may sit level with it
         x0, y0 = pos[cycle.path[-1] if cycle.path else -1]
-        fig.add_trace(go.Scatter(x=[x0, x0 + 1], y=[y0, y0 - 0.5], mode="lines", line=dict(color=NEW_COLORS[cycle.new_origin],
+        fig.add_trace(go.Scatter(x=[x0, x0 + 1], y=[y0, y0 - 0.55], mode="lines", line=dict(color=NEW_COLORS[cycle.new_origin],
                                  dash="dot", width=2), hoverinfo="skip", showlegend=False))
         fig.add_trace(go.Scatter(
-            x=[x0 + 1], y=[y0 - 0.5], mode="markers+text", text=[label(cycle.new_text)], textposition="middle right",
-            name=f"{cycle.new_origin} (the target's own token)", marker=dict(size=18, color=NEW_COLORS[cycle.new_origin],
+            x=[x0 + 1], y=[y0 - 0.55], mode="markers+text", text=[label(cycle.new_text)], textposition="middle right",
+            name=f"{cycle.new_origin} (the target's own token)", marker=dict(size=15, color=NEW_COLORS[cycle.new_origin],
                                                                           symbol="star", line=dict(color="#333", width=1)),
             hovertext=[f"{cycle.new_origin}: {label(cycle.new_text)}, from the target's distribution at the end of "
                        "the accepted path (not drafted)"], hoverinfo="text"))
