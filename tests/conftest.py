@@ -75,20 +75,26 @@ def settle(page, timeout=180_000):
 # Click to redraw, timed inside the page (Playwright's own click adds its actionability checks, tens of
 # ms a person's click does not have): the button is clicked from script, and the clock stops when the
 # browser's main thread is idle after the rerun ended (the charts drawn), or after 10 s.
-_TIMED_CLICK = """label => new Promise(resolve => {
+_TIMED_CLICK = """label => new Promise((resolve, reject) => {
   const app = document.querySelector('[data-testid=stApp]');
   const button = [...document.querySelectorAll('button')].find(b => b.innerText.includes(label) && !b.disabled);
+  if (!button) { reject(new Error('no enabled button ' + label)); return; }
   let ran = false;
   const t0 = performance.now();
-  const watch = new MutationObserver(() => {
+  const give_up = setTimeout(() => { watch.disconnect(); reject(new Error('no rerun ended within 120 s of ' + label)); },
+                             120000);
+  const watch = new MutationObserver(records => {
+    // a quick rerun's running -> notRunning can reach us in ONE batch: read each record's old value too, not only
+    // the attribute's value now (which alone made a fast redraw wait forever)
     const state = app.getAttribute('data-test-script-state');
-    if (state === 'running') ran = true;
+    if (state === 'running' || records.some(r => r.oldValue === 'running')) ran = true;
     if (ran && state === 'notRunning') {
       watch.disconnect();
+      clearTimeout(give_up);
       requestAnimationFrame(() => requestIdleCallback(() => resolve(performance.now() - t0), {timeout: 10000}));
     }
   });
-  watch.observe(app, {attributes: true});
+  watch.observe(app, {attributes: true, attributeFilter: ['data-test-script-state'], attributeOldValue: true});
   button.click();
 })"""
 
