@@ -79,7 +79,11 @@ def view():
     stages = spec_stages(cycle)
     upto = stages[: replay.phase + 1]
     stage = upto[-1] + (f" {upto.count('draft')}/{cycle.k}" if upto[-1] == "draft" else "")
-    drafted = (f"K = {cycle.k}" + (f" (asked {k}: few tokens left)" if 0 < cycle.k < k and not dynamic else "")
+    left = max_new - sum(len(c.emitted) for c in replay.shown()[:-1]) - 1  # the most the engine lets it draft
+    short = ("few tokens left" if cycle.k >= left else
+             f"the context's copy of the matched n-gram continues for only {cycle.k}" if kind == "ngram" else
+             "the drafter stopped early")
+    drafted = (f"K = {cycle.k}" + (f" (asked {k}: {short})" if 0 < cycle.k < k and not dynamic else "")
                if cycle.k else ("K = 0: the n-gram lookup found no match in the context, so nothing was drafted"
                                 if kind == "ngram" else "K = 0: too close to the token limit to draft"))
     st.markdown(f"**Cycle {cycle.cycle + 1}** · {drafted} · stage: *{stage}*" + (" · done" if replay.at_end else ""))

@@ -225,3 +225,21 @@ def test_home_runs_the_three_live(app):
     assert any(m.label == "Time" and m.value.endswith(" s") for m in at.metric)
     # greedy verification: speculative gives greedy's words exactly
     assert any("same words as greedy" in c.value for c in at.caption)
+
+
+def test_speculative_header_says_why_fewer_than_k_were_drafted(app):
+    """The n-gram lookup drafts only as far as the context's copy runs: the header says so, not "few tokens left"
+    while 128 tokens remain."""
+    from specviz.drafters import LABELS
+    at = app
+    at.switch_page("pages/2_Speculative_decoding.py").run()
+    at.selectbox(key="sp_drafter").set_value(LABELS["ngram"]).run()
+    at.slider(key="sp_k").set_value(16).run()
+    at.slider(key="sp_max").set_value(128).run()
+    headers = []
+    for _ in range(4):
+        at.button(key="spec_whole").click().run()
+        no_errors(at)
+        headers += [m.value for m in at.markdown if m.value.startswith("**Cycle ")]
+    short = [h for h in headers if "(asked 16:" in h]
+    assert short and all("n-gram continues for only" in h and "few tokens left" not in h for h in short), headers
