@@ -1,7 +1,7 @@
 """The speedup formulas, live, with a and c measured from real runs beside the theory."""
 import streamlit as st
 
-from ui.common import encode, get_models, sidebar
+from ui.common import chart, encode, get_models, sidebar
 
 from specviz.drafters import drafter_choices, make_drafter
 from specviz.figures import speedup as F
@@ -76,7 +76,7 @@ if with_v:
         st.rerun()
 
 left, right = st.columns(2)
-left.plotly_chart(F.tokens_per_pass(a), key="sl_tau")
+chart(container=left, fig=F.tokens_per_pass(a), key="sl_tau")
 measured = st.session_state.get("sl_measured")
 points = [(measured["k"], measured["speedup"], f"measured {measured['speedup']:.2f}×")] if measured else None
 through = None
@@ -85,7 +85,7 @@ if measured and st.session_state.get("sl_through"):
     # v(K) through the measured point: the isolated profile's shape when it exists, else linear in K
     through = (measured["a"], measured["c"],
                (lambda kk: mv * v_of_k(kk) / v_of_k(mk_)) if v_of_k else (lambda kk: 1 + (mv - 1) * kk / mk_))
-right.plotly_chart(F.improvement(a, c, v_of_k, measured=points, through=through), key="sl_improve")
+chart(container=right, fig=F.improvement(a, c, v_of_k, measured=points, through=through), key="sl_improve")
 if measured:
     u1, u2 = st.columns([1, 2])
     u1.button("Use the measured a, c, v", key="sl_use", on_click=use_measured,
@@ -135,8 +135,8 @@ if measured:
                "machine-aware estimate.")
     h1, h2 = st.columns(2)
     if r["per_position"]:
-        h1.plotly_chart(F.position_histogram(r["per_position"], r["reached"]), key="sl_pos")
-    h2.plotly_chart(F.tokens_per_pass_histogram(r["accepted_per_pass"]), key="sl_hist")
+        chart(container=h1, fig=F.position_histogram(r["per_position"], r["reached"]), key="sl_pos")
+    chart(container=h2, fig=F.tokens_per_pass_histogram(r["accepted_per_pass"]), key="sl_hist")
 
 st.subheader("Why verifying K tokens costs little more than one decode step")
 st.markdown(

@@ -2,7 +2,7 @@
 import pandas as pd
 import streamlit as st
 
-from ui.common import encode, get_models, sidebar
+from ui.common import chart, encode, get_models, sidebar
 
 from specviz.drafters import make_drafter
 from specviz.figures import md_escape
@@ -40,7 +40,7 @@ try:
     names = [str(t) for t in table["token"]]
     overlap = torch.minimum(p, q)
     resid, _ = residual(p, q)
-    st.plotly_chart(F.pieces(names, p.tolist(), q.tolist(), overlap.tolist(), resid.tolist(), exact.tolist(),
+    chart(F.pieces(names, p.tolist(), q.tolist(), overlap.tolist(), resid.tolist(), exact.tolist(),
                              (counts / counts.sum()).tolist()), key="ll_pieces")
     st.markdown(f"Accepted mass Σ min(p, q) = **{float(overlap.sum()):.3f}**; rejected mass = "
                 f"**{1 - float(overlap.sum()):.3f}**, spent on the residual. Exact output vs p: largest difference "
@@ -50,12 +50,12 @@ try:
     st.subheader("The common mistakes, computed")
     m1, m2 = st.columns(2)
     wrong_p = output_distribution(p, q, "resample_p")
-    m1.plotly_chart(F.mistake(names, p.tolist(), wrong_p.tolist(), "On rejection, resample from p (wrong)"),
+    chart(container=m1, fig=F.mistake(names, p.tolist(), wrong_p.tolist(), "On rejection, resample from p (wrong)"),
                     key="ll_wrong_p")
     m1.caption(f"Total variation from p: {0.5 * float((wrong_p - p).abs().sum()):.3f}. Tokens the draft over-"
                "proposes keep their accepted mass *and* get p's share again.")
     wrong_g = output_distribution(p, q, "greedy_draft")
-    m2.plotly_chart(F.mistake(names, p.tolist(), wrong_g.tolist(),
+    chart(container=m2, fig=F.mistake(names, p.tolist(), wrong_g.tolist(),
                               "Greedy draft (argmax q) with the sampling verifier (wrong)"), key="ll_wrong_g")
     m2.caption(f"Total variation from p: {0.5 * float((wrong_g - p).abs().sum()):.3f}. The verifier must use the "
                "distribution the token was actually drawn from; a greedy draft's is one-hot. (Greedy *verification* "
@@ -87,7 +87,7 @@ if "ll_real" in st.session_state:
     for tab, test in zip(tabs, tests):
         cats = test["categories"]
         names = [models.tokenizer.decode([t]) for t in cats] + (["other"] if len(test["table"][0]) > len(cats) else [])
-        tab.plotly_chart(F.counts(names, test["table"][0], test["table"][1], test["expected"][0],
+        chart(container=tab, fig=F.counts(names, test["table"][0], test["table"][1], test["expected"][0],
                                   f"Token {test['position'] + 1}: speculative vs plain sampling (tokens seen < 10 "
                                   "times pooled as 'other')"), key=f"ll_counts_{test['position']}")
         tab.markdown(f"Chi-square = **{test['statistic']:.2f}** on {test['dof']} degrees of freedom, p-value = "

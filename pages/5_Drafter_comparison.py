@@ -2,7 +2,7 @@
 import pandas as pd
 import streamlit as st
 
-from ui.common import encode, get_models, sidebar, slider
+from ui.common import chart, encode, get_models, sidebar, slider
 
 from specviz.drafters import drafter_choices, make_drafter
 from specviz.figures.drafters import speedup_bars, stage_bars, suffix_bars
@@ -54,7 +54,7 @@ if rows:
     st.caption(f"Seconds are medians of {rows[0]['rounds']} interleaved rounds; the speedup range is the lowest and "
                "highest speedup a single round gave against that round's plain greedy run.")
     fig = speedup_bars(rows)
-    st.plotly_chart(fig, key="dc_fig")
+    chart(fig, key="dc_fig")
     st.info("A drafter that rarely agrees with the target costs K draft steps and a wider verify pass for about one "
             "token per cycle: a slowdown (< 1×). The untrained early exit shows it with real numbers.")
 else:
@@ -71,7 +71,7 @@ if st.button("Run the repeated-request scenario", key="dc_suffix_run", help="abo
     st.rerun()
 suffix = st.session_state.get("dc_suffix")
 if suffix:
-    st.plotly_chart(suffix_bars(suffix), key="dc_suffix_fig")
+    chart(suffix_bars(suffix), key="dc_suffix_fig")
     ok = all(r["identical"] for r in suffix["rows"].values())
     st.caption(("Every output is token-identical to plain greedy. " if ok else "⚠ An output differs from plain greedy. ")
                + "Tokens per verify pass are exact counts; the speedups are one timing round, ±10 % noise.")
@@ -89,7 +89,7 @@ elif st.button("Run staged vs the token draft alone", key="dc_staged_run", help=
     st.rerun()
 staged = st.session_state.get("dc_staged")
 if staged:
-    st.plotly_chart(stage_bars(staged), key="dc_staged_fig")
+    chart(stage_bars(staged), key="dc_staged_fig")
     table = pd.DataFrame(staged["rows"]).set_index("run").T
     st.dataframe(table.astype(str))
     st.caption("Seconds are measured inside the run: the drafter's propose() calls are timed where they happen "

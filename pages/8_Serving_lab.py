@@ -2,7 +2,7 @@
 import pandas as pd
 import streamlit as st
 
-from ui.common import get_models, sidebar
+from ui.common import chart, get_models, sidebar
 
 from specviz import batched as BT
 from specviz import serving as S
@@ -42,7 +42,7 @@ rows = [{"model": s.name, "layers": s.layers, "KV heads": s.kv_heads, "head dim"
 st.dataframe(pd.DataFrame(rows).style.format({"KV per token (KiB)": "{:.1f}", "weights (GiB)": "{:.2f}",
                                               f"KV at batch {batch} × {context} (GiB)": "{:.2f}"}),
              hide_index=True, width="stretch")
-st.plotly_chart(F.kv_memory(S.KNOWN_SHAPES[:2] + [embedded], batch, [512 * 2 ** i for i in range(9)], bytes_per_value,
+chart(F.kv_memory(S.KNOWN_SHAPES[:2] + [embedded], batch, [512 * 2 ** i for i in range(9)], bytes_per_value,
                             beams, prompt, share, budget_gib=80), key="sv_kv")
 big = S.KNOWN_SHAPES[1]
 st.markdown(
@@ -64,7 +64,7 @@ r1, r2 = st.columns([1, 2])
 shape = r1.selectbox("Model shape", shapes[1:3] + shapes[:1], format_func=lambda s: s.name, key="sv_shape")
 k = r1.slider("K (draft tokens per verify)", 1, 8, 4, key="sv_k")
 batches = [1, 2, 4, 8, 16, 32, 64, 128, 256]
-r2.plotly_chart(F.roofline(devices, shape, batches, k, 2), key="sv_roof")
+chart(container=r2, fig=F.roofline(devices, shape, batches, k, 2), key="sv_roof")
 for d in devices:
     r1.markdown(f"**{d.name}** ({d.bandwidth / 1e9:.0f} GB/s, {d.flops / 1e9:,.0f} GFLOP/s; {d.source}): the linear "
                 f"layers of a decode step become compute-bound at batch **{S.compute_bound_batch(d, 1)}**, those of a "
@@ -110,7 +110,7 @@ measured = st.session_state.get("sv_batched")
 measured_here = measured is not None
 if measured is None:
     measured = BT.load_measured()  # the committed measurement, so the chart has its points without running
-s2.plotly_chart(F.speedup_vs_batch(grid, a, calc, measured), key="sv_speed")
+chart(container=s2, fig=F.speedup_vs_batch(grid, a, calc, measured), key="sv_speed")
 if grid:
     s1.dataframe(pd.DataFrame(grid["rows"]).style.format("{:.2f}", subset=["target_ms", "verify_ms", "draft_ms", "v", "c"]),
                  hide_index=True)

@@ -100,6 +100,19 @@ def test_unvalidated_figures_pass_plotlys_validation(k, mode, origin):
         assert checked["data"] == d["data"] and checked["layout"] == d["layout"]  # nothing was coerced
 
 
+@pytest.mark.parametrize("k, mode", [(4, "greedy"), (12, "sampling")])
+def test_step_charts_have_fixed_margins_and_the_specviz_look(k, mode):
+    """Plotly's automargin lays a new chart out a second time: the Speculative page's charts give their margins
+    instead (every axis automargin=False, room left for the tick labels) and carry the specviz template."""
+    c = cycle(k=k, mode=mode, origin="resampled")
+    for fig in [F.draft_proposals(c), F.verify_pass(c), F.verdicts(c), F.resolution(c), F.cache_strip(c, ["a"])]:
+        layout = fig.to_dict()["layout"]
+        axes = [v for key, v in layout.items() if key.startswith(("xaxis", "yaxis"))]
+        assert axes and all(a["automargin"] is False for a in axes), layout["title"]["text"]
+        assert layout["margin"]["l"] >= 40 and layout["margin"]["b"] >= 50
+        assert layout["template"]["layout"]["font"]["family"].startswith('"Source Sans"')
+
+
 def test_token_labels_read_in_charts():
     from specviz.figures import label, short_label
     assert label("\xa0") == "␣" and label(" \u2009") == "␣␣"  # a non-breaking or thin space is not drawn as nothing

@@ -107,6 +107,12 @@ def test_speculative_sampling_shows_u_and_threshold(app):
     assert u and thr and 0 <= u[0]["x"][0] < 1 and 0 <= thr[0]["x"][0] <= 1
     resolution = next(f for f in figs if f["layout"]["title"]["text"].startswith("4 ·"))
     assert "residual" in resolution["layout"]["title"]["text"] or "bonus" in resolution["layout"]["title"]["text"]
+    # drawn once in the browser: without Streamlit's theme (re-applied there, it made Plotly draw each new chart
+    # twice), in the charts' own look, the toolbar on hover
+    charts = at.get("plotly_chart")
+    assert len(charts) >= 4 and all(c.proto.theme == "" for c in charts)
+    assert all(json.loads(c.proto.config)["displayModeBar"] == "hover" for c in charts)
+    assert all(f["layout"]["template"]["layout"]["font"]["family"].startswith('"Source Sans"') for f in figs)
 
 
 def test_beam_page_tree_and_comparison(app):
@@ -143,6 +149,7 @@ def test_speedup_lab_theory_numbers(app):
     chosen = next(d for d in tau["data"] if d["name"] == "a = 0.7")
     assert abs(chosen["y"][3] - 2.7731) < 1e-4  # K = 4
     improve = figures(at)[1]
+    assert all(c.proto.theme == "" for c in at.get("plotly_chart"))  # every page's charts through ui.common.chart
     assert any(d.get("name") == "best K (paper)" for d in improve["data"])
     assert any(s.get("type") == "rect" for s in improve["layout"]["shapes"])  # the slower-than-plain region
 

@@ -21,6 +21,9 @@ if str(ROOT) not in sys.path:
 
 from specviz.errors import SpecVizError  # noqa: E402
 from specviz.figures import md_escape  # noqa: E402
+import plotly.io as pio  # noqa: E402
+
+pio.templates.default = "specviz"  # over Streamlit's, set when streamlit was imported (specviz.figures.TEMPLATE)
 from specviz.models import pick_device  # noqa: E402
 from specviz.prompting import context_size, encode_prompt  # noqa: E402
 from ui.registry import leave_pages_folder_mode  # noqa: E402
@@ -164,11 +167,13 @@ def chart(fig, key: str, container=None, **kw) -> None:
     """Every chart through one call: Plotly's toolbar shown (on hover, top right) with its camera saving the
     chart as PNG or SVG (the sidebar's "Chart download format"), named after the chart's key."""
     fmt = st.session_state.get("s_chart_format", "png")
-    config = {"displayModeBar": True, "displaylogo": False,
+    config = {"displayModeBar": "hover", "displaylogo": False,  # hover: never over a title when not in use
               "modeBarButtonsToRemove": ["lasso2d", "select2d"],
               "toImageButtonOptions": {"format": fmt, "filename": f"specviz_{key}",
                                        **({"scale": 2} if fmt == "png" else {})}}
-    (container or st).plotly_chart(fig, key=key, config=config, **kw)
+    # theme=None: the charts carry their own look (specviz.figures.TEMPLATE); Streamlit's theme, applied in the
+    # browser, made Plotly draw every new chart twice (see there)
+    (container or st).plotly_chart(fig, key=key, config=config, theme=None, **kw)
 
 
 @st.cache_resource(show_spinner=False, max_entries=3)
