@@ -88,7 +88,13 @@ def view():
                                 if kind == "ngram" else "K = 0: too close to the token limit to draft"))
     st.markdown(f"**Cycle {cycle.cycle + 1}** · {drafted} · stage: *{stage}*" + (" · done" if replay.at_end else ""))
     if cycle.k:
-        chart(figure(F.draft_proposals, cycle, shown=upto.count("draft")), key="draft_fig")
+        st.markdown(f"**{F.DRAFT_TITLE}** ({F.DRAFT_CAPTION})")
+        shown = upto.count("draft")
+        for row in F.draft_rows(cycle.k):
+            if row.start < shown:
+                columns = st.columns(len(row), gap="small")
+                for i in row[: shown - row.start]:
+                    chart(figure(F.draft_proposal, cycle, i), key=f"draft_fig_{i}", container=columns[i - row.start])
     else:
         st.caption("The drafter proposed nothing this cycle: the target decodes one token alone, as plain "
                    "decoding would (still one target pass).")

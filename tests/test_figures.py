@@ -24,12 +24,15 @@ def cycle(k=16, mode="greedy", origin="correction", new_p=0.3):
                  new_p=new_p)
 
 
-def test_k16_drafts_wrap_and_show_only_tokens_with_mass():
-    fig = F.draft_proposals(cycle()).to_dict()
-    assert len(fig["data"]) == 16
-    assert len({round(a["y"], 3) for a in fig["layout"]["annotations"]}) == 2  # two rows of 8 titles, not one line
-    assert all("<|endoftext|>" not in x for d in fig["data"] for x in d["x"])  # zero-probability tokens dropped
-    assert all(d["text"] for d in fig["data"])
+def test_a_draft_position_shows_only_tokens_with_mass_on_a_fitted_axis():
+    fig = F.draft_proposal(cycle(), 3).to_dict()
+    assert len(fig["data"]) == 1 and fig["layout"]["title"]["text"] == "4: t3"
+    assert "<|endoftext|>" not in fig["data"][0]["x"]  # zero-probability tokens dropped
+    assert fig["data"][0]["text"] == ["0.50"] and fig["layout"]["yaxis"]["range"][1] < 1  # q = 0.5: fits, not 0-1
+    rows = {k: [list(r) for r in F.draft_rows(k)] for k in (1, 4, 6, 7, 16)}  # at most 4 charts a row, balanced
+    assert rows[1] == [[0]] and rows[4] == [[0, 1, 2, 3]] and rows[6] == [[0, 1, 2], [3, 4, 5]]
+    assert [len(r) for r in rows[7]] == [4, 3] and [len(r) for r in rows[16]] == [4] * 4
+    assert all(sum(rows[k], []) == list(range(k)) for k in rows)
 
 
 def test_verify_pass_shows_top_choice_and_p_draft():
@@ -92,7 +95,8 @@ def test_unvalidated_figures_pass_plotlys_validation(k, mode, origin):
     each one must still pass, so a misspelt or misplaced property fails here (e.g. an axis title given as a bare
     string, which the browser's Plotly no longer draws)."""
     c = cycle(k=k, mode=mode, origin=origin)
-    figs = [F.draft_proposals(c), F.draft_proposals(c, shown=1), F.verify_pass(c), F.verdicts(c), F.resolution(c),
+    figs = [F.draft_proposal(c, 0) if k else None, F.draft_proposal(c, k - 1) if k else None,
+            F.verify_pass(c), F.verdicts(c), F.resolution(c),
             F.cache_strip(c, ["a", "b"])]
     for fig in filter(None, figs):
         d = fig.to_dict()
@@ -105,11 +109,11 @@ def test_step_charts_have_fixed_margins_and_the_specviz_look(k, mode):
     """Plotly's automargin lays a new chart out a second time: the Speculative page's charts give their margins
     instead (every axis automargin=False, room left for the tick labels) and carry the specviz template."""
     c = cycle(k=k, mode=mode, origin="resampled")
-    for fig in [F.draft_proposals(c), F.verify_pass(c), F.verdicts(c), F.resolution(c), F.cache_strip(c, ["a"])]:
+    for fig in [F.draft_proposal(c, 0), F.verify_pass(c), F.verdicts(c), F.resolution(c), F.cache_strip(c, ["a"])]:
         layout = fig.to_dict()["layout"]
         axes = [v for key, v in layout.items() if key.startswith(("xaxis", "yaxis"))]
         assert axes and all(a["automargin"] is False for a in axes), layout["title"]["text"]
-        assert layout["margin"]["l"] >= 40 and layout["margin"]["b"] >= 50
+        assert layout["margin"]["l"] >= 30 and layout["margin"]["b"] >= 50  # room for the tick labels
         assert layout["template"]["layout"]["font"]["family"].startswith('"Source Sans"')
 
 
@@ -119,8 +123,7 @@ def test_token_labels_read_in_charts():
     assert short_label("<|im_end|>", 6) == "&lt;|im_…"  # cut before escaping: no half entity
     c = cycle(k=4)
     c = dataclasses.replace(c, drafts=tuple(dataclasses.replace(d, text="0") for d in c.drafts))
-    fig = F.draft_proposals(c).to_dict()
-    assert all(fig["layout"][f"xaxis{i or ''}"]["type"] == "category" for i in range(4) if i != 1)  # "0" is a token
+    assert all(F.draft_proposal(c, i).to_dict()["layout"]["xaxis"]["type"] == "category" for i in range(4))  # "0": a token
 
 
 def test_verdict_legend_sits_above_the_subplot_titles():

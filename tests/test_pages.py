@@ -38,20 +38,21 @@ def test_speculative_page_steps_back_and_resets(app):
     at.button(key="spec_step").click().run()  # phase 1: the first draft token
     no_errors(at)
     figs = figures(at)
-    assert len(figs) == 1 and figs[0]["layout"]["title"]["text"].startswith("1 ·")
-    assert len(figs[0]["data"]) == 1  # one draft token shown so far
+    assert len(figs) == 1 and figs[0]["layout"]["title"]["text"].startswith("1: ")  # one draft token shown so far
+    assert any(m.value.startswith("**1 · The draft proposes") for m in at.markdown)
     for _ in range(3 + 3):  # the other 3 drafts (K=4), then verify, decide, resolve
         at.button(key="spec_step").click().run()
     no_errors(at)
     titles = [f["layout"]["title"]["text"] for f in figures(at)]
-    # greedy: stage 4 (correction or bonus: one token) is a one-line caption, not a chart
-    assert [t[:3] for t in titles] == ["1 ·", "2 ·", "3 ·"]
+    # one chart per draft position, then stages 2 and 3; greedy: stage 4 (correction or bonus: one token) is a
+    # one-line caption, not a chart
+    assert [t[:3] for t in titles] == ["1: ", "2: ", "3: ", "4: ", "2 ·", "3 ·"]
     assert any(m.value.startswith("**4 ·") for m in at.markdown)
-    verify = figures(at)[1]  # what the verify pass computed: the target's top choice and p(draft) at K + 1 positions
+    verify = figures(at)[4]  # what the verify pass computed: the target's top choice and p(draft) at K + 1 positions
     tops = next(d for d in verify["data"] if d["name"].startswith("target's top choice"))
     p_draft = next(d for d in verify["data"] if d["name"] == "p(draft token)")
     assert len(tops["x"]) == 5 and len(p_draft["x"]) == 4 and all(0 <= y <= 1 for y in tops["y"] + p_draft["y"])
-    verdict = figures(at)[2]
+    verdict = figures(at)[5]
     p_bars = [d for d in verdict["data"] if d.get("name") == "p (target)"]
     assert p_bars and all(0 <= y <= 1 for d in p_bars for y in d["y"])
     assert all(d["text"] for d in p_bars)  # values on the bars
@@ -66,13 +67,13 @@ def test_speculative_page_steps_back_and_resets(app):
     assert 'class="chip"' in html
     # Back replays the recorded trace
     at.button(key="spec_back").click().run()
-    assert len(figures(at)) == 3
+    assert len(figures(at)) == 6
     # Reset clears the run
     at.button(key="spec_reset").click().run()
     assert not figures(at) and any("Press **Step**" in i.value for i in at.info)
     # a whole cycle, then changing K resets cleanly
     at.button(key="spec_whole").click().run()
-    assert len(figures(at)) == 4
+    assert len(figures(at)) == 7  # 4 drafts, verify, verdicts, caches
     at.slider(key="sp_k").set_value(2).run()
     no_errors(at)
     assert not figures(at)
@@ -85,7 +86,7 @@ def test_speculative_page_defaults_to_the_feature_draft(app):
     assert at.selectbox(key="sp_drafter").value == FEATURE_LABEL  # the best drafter first
     at.button(key="spec_whole").click().run()
     no_errors(at)
-    assert len(figures(at)) == 4  # drafts, verify, verdicts, caches (greedy: resolution is a line): it drafts at once
+    assert len(figures(at)) == 7  # 4 drafts, verify, verdicts, caches (greedy: resolution is a line): it drafts at once
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Target passes"] == "2"  # the prefill that gave it the prompt's features, then verify
     at.button(key="spec_whole").click().run()

@@ -43,7 +43,7 @@ def main(cycles: int = 6) -> None:
     second = time.perf_counter() - t
 
     def charts(cycle, upto):
-        out = [(F.draft_proposals, (cycle,), {"shown": upto.count("draft")})] if cycle.k else []
+        out = [(F.draft_proposal, (cycle, i), {}) for i in range(upto.count("draft"))]
         for stage, builder in (("verify", F.verify_pass), ("decide", F.verdicts), ("resolve", F.resolution),
                                ("cache", F.cache_strip)):
             if stage in upto:

@@ -43,31 +43,37 @@ def _fit(top: float) -> list[float]:
     return [0, min(1.15, max(top, 0.02) * 1.3)]
 
 
-def draft_proposals(cycle, shown: int | None = None) -> go.Figure:
-    """q's top candidates at each draft position (only tokens with mass), the proposed token dark, each bar
-    labelled with its value; 9+ drafts wrap onto a second row."""
-    drafts = cycle.drafts[: len(cycle.drafts) if shown is None else shown]
-    rows, cols = _grid(max(len(drafts), 1))
-    titles = [f"{d.position + 1}: " + short_label(d.text, 15) for d in drafts] or ["no drafts"]  # the hover has it whole
-    layout, cells = grid(rows, cols, titles, vertical_spacing=0.25 if rows > 1 else 0.1,
-                         horizontal_spacing=0.02 if cols > 4 else 0.05)
-    data = []
-    for i, d in enumerate(drafts):
-        top = [t for t in d.q_top if t.prob >= MASS or t.id == d.token]
-        r, c = _cell(i, cols)
-        x, y = cells[r - 1][c - 1]
-        data.append(dict(
-            type="bar", x=[label(t.text) for t in top], y=[t.prob for t in top], name=f"q (draft {i + 1})",
-            marker=dict(color=[Q_COLOR if t.id == d.token else "#ffcc80" for t in top]), showlegend=False,
-            text=[f"{t.prob:.2f}" for t in top], textposition="outside", cliponaxis=False,
-            textfont=dict(size=9 if cols > 4 else 11),
-            hovertemplate="%{x}: q = %{y:.4f}<extra>draft " + str(i + 1) + "</extra>", **ref((x, y))))
-        layout[y].update(range=_fit(max(t.prob for t in top)), showticklabels=c == 1)
-        layout[x].update(tickfont=dict(size=9 if cols > 4 else 11), type="category")  # "0" is a token, not a number
-    _title_size(layout, 11 if cols > 4 else 13)
-    layout.update(height=230 * rows + 80, title=dict(
-        text="1 · The draft proposes (bars: q, its probabilities; proposed token dark)", x=0, font=dict(size=14)))
-    return build(data, _fixed(layout, l=40, r=10, t=60, b=60))  # b: token labels Plotly may turn 30-90°
+DRAFT_TITLE = "1 · The draft proposes"
+DRAFT_CAPTION = "bars: q, the draft's probabilities at each position; the proposed token dark"
+
+
+def draft_rows(k: int, most: int = 4) -> list[range]:
+    """The draft positions' charts in rows of at most `most`, balanced (K = 6: 3 + 3; K = 16: 4 rows of 4): a
+    Streamlit chart is at least 150 px wide, so more per row would be cut off in the page's columns."""
+    rows = -(-k // most)
+    per_row = -(-k // max(rows, 1))
+    return [range(i, min(i + per_row, k)) for i in range(0, k, per_row)]
+
+
+def draft_proposal(cycle, i: int) -> go.Figure:
+    """q's top candidates at draft position i (only tokens with mass), the proposed token dark, each bar
+    labelled with its value, on an axis that fits them. One chart per position, side by side in the page
+    (draft_rows): a Step adds one small chart and leaves the ones drawn before as they are (the browser
+    redraws only a chart that changed; one chart of K subplots was redrawn whole at every draft Step)."""
+    d = cycle.drafts[i]
+    top = [t for t in d.q_top if t.prob >= MASS or t.id == d.token]
+    size = 11
+    data = [dict(type="bar", x=[label(t.text) for t in top], y=[t.prob for t in top], name=f"q (draft {i + 1})",
+                 marker=dict(color=[Q_COLOR if t.id == d.token else "#ffcc80" for t in top]), showlegend=False,
+                 text=[f"{t.prob:.2f}" for t in top], textposition="outside", cliponaxis=False,
+                 textfont=dict(size=size),
+                 hovertemplate="%{x}: q = %{y:.4f}<extra>draft " + str(i + 1) + "</extra>")]
+    layout = dict(height=250, showlegend=False, bargap=0.2,
+                  title=dict(text=f"{i + 1}: " + short_label(d.text, 15), x=0.5, xanchor="center",
+                             font=dict(size=13, weight=400)),  # the hover has it whole
+                  yaxis=dict(range=_fit(max(t.prob for t in top)), tickfont=dict(size=size)),
+                  xaxis=dict(type="category", tickfont=dict(size=size)))  # "0" is a token, not a number
+    return build(data, _fixed(layout, l=32, r=30, t=30, b=60))  # b, r: token labels Plotly may turn 30-90°
 
 
 def _title_size(layout: dict, size: int) -> None:
