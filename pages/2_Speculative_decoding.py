@@ -90,9 +90,10 @@ def view():
     if cycle.k:
         st.markdown(f"**{F.DRAFT_TITLE}** ({F.DRAFT_CAPTION})")
         shown = upto.count("draft")
-        for row in F.draft_rows(cycle.k):
+        rows = F.draft_rows(cycle.k)
+        for row in rows:
             if row.start < shown:
-                columns = st.columns(len(row), gap="small")
+                columns = st.columns(len(rows[0]), gap="small")  # every row as wide as the first: same-size charts
                 for i in row[: shown - row.start]:
                     chart(figure(F.draft_proposal, cycle, i), key=f"draft_fig_{i}", container=columns[i - row.start])
     else:

@@ -77,24 +77,32 @@ def settle(page, timeout=180_000):
 # browser's main thread is idle after the rerun ended (the charts drawn), or after 10 s.
 _TIMED_CLICK = """label => new Promise((resolve, reject) => {
   const app = document.querySelector('[data-testid=stApp]');
+  const main = document.querySelector('[data-testid=stMain]') || app;
   const button = [...document.querySelectorAll('button')].find(b => b.innerText.includes(label) && !b.disabled);
   if (!button) { reject(new Error('no enabled button ' + label)); return; }
   let ran = false;
   const t0 = performance.now();
-  const give_up = setTimeout(() => { watch.disconnect(); reject(new Error('no rerun ended within 120 s of ' + label)); },
-                             120000);
-  const watch = new MutationObserver(records => {
-    // a quick rerun's running -> notRunning can reach us in ONE batch: read each record's old value too, not only
-    // the attribute's value now (which alone made a fast redraw wait forever)
-    const state = app.getAttribute('data-test-script-state');
-    if (state === 'running' || records.some(r => r.oldValue === 'running')) ran = true;
-    if (ran && state === 'notRunning') {
-      watch.disconnect();
-      clearTimeout(give_up);
+  const give_up = setTimeout(() => { stop(); reject(new Error('no rerun ended within 120 s of ' + label)); }, 120000);
+  const check = () => {
+    if (ran && app.getAttribute('data-test-script-state') === 'notRunning') {
+      stop();
       requestAnimationFrame(() => requestIdleCallback(() => resolve(performance.now() - t0), {timeout: 10000}));
     }
+  };
+  // a quick rerun's running -> notRunning can reach us in ONE batch of records: read each record's old value too
+  const state = new MutationObserver(records => {
+    if (app.getAttribute('data-test-script-state') === 'running' || records.some(r => r.oldValue === 'running')) ran = true;
+    check();
   });
-  watch.observe(app, {attributes: true, attributeFilter: ['data-test-script-state'], attributeOldValue: true});
+  // ... or in one React render, when the attribute never changes at all: the page's content changing (outside
+  // the clicked button) then says the rerun happened
+  const content = new MutationObserver(records => {
+    if (records.some(r => r.type !== 'attributes' && !button.contains(r.target))) ran = true;
+    check();
+  });
+  const stop = () => { state.disconnect(); content.disconnect(); clearTimeout(give_up); };
+  state.observe(app, {attributes: true, attributeFilter: ['data-test-script-state'], attributeOldValue: true});
+  content.observe(main, {childList: true, characterData: true, subtree: true});
   button.click();
 })"""
 

@@ -29,10 +29,12 @@ def test_a_draft_position_shows_only_tokens_with_mass_on_a_fitted_axis():
     assert len(fig["data"]) == 1 and fig["layout"]["title"]["text"] == "4: t3"
     assert "<|endoftext|>" not in fig["data"][0]["x"]  # zero-probability tokens dropped
     assert fig["data"][0]["text"] == ["0.50"] and fig["layout"]["yaxis"]["range"][1] < 1  # q = 0.5: fits, not 0-1
-    rows = {k: [list(r) for r in F.draft_rows(k)] for k in (1, 4, 6, 7, 16)}  # at most 4 charts a row, balanced
-    assert rows[1] == [[0]] and rows[4] == [[0, 1, 2, 3]] and rows[6] == [[0, 1, 2], [3, 4, 5]]
-    assert [len(r) for r in rows[7]] == [4, 3] and [len(r) for r in rows[16]] == [4] * 4
-    assert all(sum(rows[k], []) == list(range(k)) for k in rows)
+    rows = {k: [list(r) for r in F.draft_rows(k)] for k in range(17)}  # at most 4 charts a row, balanced
+    assert rows[0] == [] and rows[1] == [[0]] and rows[4] == [[0, 1, 2, 3]] and rows[6] == [[0, 1, 2], [3, 4, 5]]
+    assert [len(r) for r in rows[13]] == [4, 3, 3, 3] and [len(r) for r in rows[16]] == [4] * 4
+    for k, r in rows.items():
+        sizes = [len(x) for x in r]
+        assert sum(r, []) == list(range(k)) and all(s <= 4 for s in sizes) and max(sizes, default=0) - min(sizes, default=0) <= 1
 
 
 def test_verify_pass_shows_top_choice_and_p_draft():

@@ -151,6 +151,8 @@ def test_speedup_lab_theory_numbers(app):
     assert abs(chosen["y"][3] - 2.7731) < 1e-4  # K = 4
     improve = figures(at)[1]
     assert all(c.proto.theme == "" for c in at.get("plotly_chart"))  # every page's charts through ui.common.chart
+    # ... in the specviz look: ui.common makes it the default again after importing streamlit (which sets its own)
+    assert all(f["layout"]["template"]["layout"]["font"]["family"].startswith('"Source Sans"') for f in figures(at))
     assert any(d.get("name") == "best K (paper)" for d in improve["data"])
     assert any(s.get("type") == "rect" for s in improve["layout"]["shapes"])  # the slower-than-plain region
 

@@ -48,11 +48,15 @@ DRAFT_CAPTION = "bars: q, the draft's probabilities at each position; the propos
 
 
 def draft_rows(k: int, most: int = 4) -> list[range]:
-    """The draft positions' charts in rows of at most `most`, balanced (K = 6: 3 + 3; K = 16: 4 rows of 4): a
-    Streamlit chart is at least 150 px wide, so more per row would be cut off in the page's columns."""
+    """The draft positions' charts in rows of at most `most`, balanced (K = 6: 3 + 3; K = 13: 4 + 3 + 3 + 3): a
+    Streamlit chart is at least 150 px wide, so more per row would be cut off in the page's columns. The page
+    gives every row as many columns as the first, so all charts are the same width."""
     rows = -(-k // most)
-    per_row = -(-k // max(rows, 1))
-    return [range(i, min(i + per_row, k)) for i in range(0, k, per_row)]
+    if not rows:
+        return []
+    size, extra = divmod(k, rows)
+    starts = [r * size + min(r, extra) for r in range(rows + 1)]
+    return [range(starts[r], starts[r + 1]) for r in range(rows)]
 
 
 def draft_proposal(cycle, i: int) -> go.Figure:
@@ -73,7 +77,7 @@ def draft_proposal(cycle, i: int) -> go.Figure:
                              font=dict(size=13, weight=400)),  # the hover has it whole
                   yaxis=dict(range=_fit(max(t.prob for t in top)), tickfont=dict(size=size)),
                   xaxis=dict(type="category", tickfont=dict(size=size)))  # "0" is a token, not a number
-    return build(data, _fixed(layout, l=32, r=30, t=30, b=60))  # b, r: token labels Plotly may turn 30-90°
+    return build(data, _fixed(layout, l=38, r=30, t=30, b=60))  # l: ticks like 0.005; b, r: token labels turned 30-90°
 
 
 def _title_size(layout: dict, size: int) -> None:
