@@ -1,6 +1,5 @@
 """Tree speculation, one cycle at a time: a tree of drafted candidates, ONE target pass over every node with
 a tree attention mask, the walk from the root, and the KV cache keeping only the accepted path."""
-import threading
 
 import streamlit as st
 
@@ -100,13 +99,6 @@ def view():
     context = list(ids) + [t for c in done[:-1] for t in c.emitted]
     st.markdown(f"**Cycle {cycle.cycle + 1}** · {len(cycle.nodes)} nodes · accepted path of {cycle.accepted} "
                 f"+ {cycle.new_origin} token “{cycle.new_text}”" + (" · done" if replay.at_end else ""))
-    if not replay.recording.finished:
-        # draft and verify the next tree while the learner reads this one, so Step mostly just redraws
-        # (Recording.fetch_until is thread-safe; a Step that comes first waits for the same computation).
-        # After a short delay: the browser draws this tree first instead of sharing the 2 cores with the engine.
-        ahead = threading.Timer(0.8, replay.recording.fetch_until, args=(replay.event + 2,))
-        ahead.daemon = True
-        ahead.start()
     chart(figure(tree_figure, cycle, token_text(models.tokenizer, context[-1])), key="tree_fig")
     chart(figure(mask_figure, cycle), key="mask_fig")
     st.caption(f"Target KV cache: {cycle.target_cache.before} entries after the verify pass (context + every node) "

@@ -8,10 +8,15 @@ The trace itself is a `Recording`, which several cursors may share: the same pro
 same trace (every run is deterministic given its settings and seed), so a server computes it once and every
 browser session walks it with its own `Replay`. A Recording only ever grows (append-only, under a lock), so
 a cursor reading it never sees another session's position, only events that are the same for everyone.
+
+`Ahead` records the event after next in the background while the learner reads the screen, so the Step
+that starts a new cycle finds it computed and only draws.
 """
 from __future__ import annotations
 
+import os
 import threading
+from collections import OrderedDict
 
 
 class Recording:
@@ -22,6 +27,7 @@ class Recording:
         self.steps = steps
         self.events: list = []
         self.result = None  # the generator's return value once exhausted
+        self.error: Exception | None = None  # what the generator raised, raised again to every later reader
         self._lock = threading.Lock()
 
     @property
@@ -39,6 +45,10 @@ class Recording:
                 except StopIteration as stop:
                     self.result = stop.value
                     self.steps = None  # drop the generator (and the KV caches it holds)
+                except Exception as e:  # a generator that raised is dead: keep the reason for whoever asks next
+                    self.error, self.steps = e, None
+            if self.error is not None and len(self.events) < n:
+                raise self.error  # also when the background worker met it first: the page shows it
             return len(self.events) >= n
 
 
@@ -136,3 +146,55 @@ class Replay:
     def shown(self) -> list:
         """Events fully or partly on screen, oldest first."""
         return self.events[: self.event + 1]
+
+
+class Ahead:
+    """One low-priority worker thread per process that records events before a cursor asks for them.
+
+    Why: on a 2-core machine the Step that starts a new speculative cycle pays a whole cycle of engine work
+    (~0.1 s: K draft passes and one verify pass), every other Step only draws. Computing the cycle after next
+    while the learner reads moves that work off the click. Why low priority (nice): the browser drawing the
+    Step just taken often runs on the same cores (a laptop, or a test); the worker takes the cores only when
+    the page's own work leaves them idle, and a Step that arrives first simply computes the event itself
+    (Recording.fetch_until is under a lock: the event is computed once either way).
+
+    One wish per key (a session's page): a newer request replaces an older one, so a learner who changes a
+    setting does not leave stale work queued."""
+
+    def __init__(self, nice: int = 10):
+        self.nice = nice
+        self._wanted: OrderedDict = OrderedDict()  # key -> (recording, n)
+        self._ready = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def request(self, key, recording: Recording, n: int) -> None:
+        """Have `recording` hold at least n events soon (nothing to do when it does or has ended)."""
+        if recording.finished or recording.error is not None or len(recording.events) >= n:
+            return
+        with self._ready:
+            self._wanted.pop(key, None)
+            self._wanted[key] = (recording, n)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="specviz-ahead", daemon=True)
+                self._thread.start()
+            self._ready.notify()
+
+    def idle(self) -> bool:
+        """True when no request is waiting (one may still be computing)."""
+        with self._ready:
+            return not self._wanted
+
+    def _run(self) -> None:
+        try:  # this thread only (Linux: a thread's nice is its own, inherited by the threads it starts)
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self.nice)
+        except (AttributeError, OSError):  # not Linux, or not allowed: run at normal priority
+            pass
+        while True:
+            with self._ready:
+                while not self._wanted:
+                    self._ready.wait()
+                _, (recording, n) = self._wanted.popitem(last=False)
+            try:
+                recording.fetch_until(n)
+            except Exception:  # kept in recording.error; the cursor that reaches it raises it on the page
+                pass

@@ -70,3 +70,82 @@ def test_a_shared_recording_computes_each_event_once():
     b.forward()
     b.forward()
     assert calls == [0, 1, 2] and b.current() == 1 and a.at_end
+
+
+def wait_for(cond, timeout=10.0):
+    import time
+
+    end = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < end, "the background worker did not get there"
+        time.sleep(0.01)
+
+
+def test_ahead_records_in_the_background_at_low_priority_and_no_further_than_asked():
+    import os
+    import sys
+    import threading
+
+    from specviz.replay import Ahead, Recording
+
+    where = []
+
+    def steps(calls):
+        for i in range(10):
+            calls.append(i)
+            where.append((threading.current_thread().name,
+                          os.getpriority(os.PRIO_PROCESS, 0) if sys.platform == "linux" else None))
+            yield i
+
+    calls = []
+    rec = Recording(steps(calls))
+    cursor = Replay(rec)
+    cursor.forward()  # the page: event 0 shown, event 1 recorded by the Step itself
+    assert calls == [0, 1]
+    ahead = Ahead(nice=7)
+    ahead.request("session", rec, cursor.event + 3)
+    wait_for(lambda: len(rec.events) >= 3)
+    wait_for(ahead.idle)
+    assert calls == [0, 1, 2]  # one more, not the rest of the run
+    assert where[2][0] == "specviz-ahead"
+    if sys.platform == "linux":
+        assert where[2][1] >= min(19, where[0][1] + 7)  # nice is per thread on Linux: only the worker's
+        assert os.getpriority(os.PRIO_PROCESS, 0) == where[0][1]
+    cursor.forward()  # the Step that needs event 2 computes nothing
+    assert calls == [0, 1, 2] and cursor.current() == 1
+    ahead.request("session", rec, 2)  # already there: nothing queued
+    assert ahead.idle()
+
+
+def test_ahead_keeps_one_wish_per_session_and_passes_errors_to_the_page():
+    import threading
+
+    from specviz.errors import SpecVizError
+    from specviz.replay import Ahead, Recording
+
+    gate, inside = threading.Event(), threading.Event()
+
+    def blocked():
+        inside.set()
+        gate.wait(10)
+        yield 0
+
+    def failing():
+        yield 0
+        raise SpecVizError("the model ran out of memory")
+
+    ahead = Ahead()
+    ahead.request("other", Recording(blocked()), 1)
+    wait_for(inside.is_set)  # the worker is busy: the next two requests wait in its queue
+    stale, fresh = Recording(counting(5, [])), Recording(failing())
+    ahead.request("session", stale, 2)
+    ahead.request("session", fresh, 3)  # the same session changed a setting: the old wish goes
+    gate.set()
+    wait_for(lambda: fresh.error is not None)
+    wait_for(ahead.idle)
+    assert stale.events == []
+    assert fresh.events == [0] and fresh.fetch_until(1)  # what was recorded stays readable
+    with pytest.raises(SpecVizError, match="out of memory"):  # the Step that reaches the failure shows it
+        fresh.fetch_until(2)
+    with pytest.raises(SpecVizError):
+        Replay(fresh).to_end()

@@ -99,29 +99,34 @@ class Session:
         return [int(t) for t in max(rows, key=len, default=[])]
 
 
-async def one_session(url: str, i: int, cycles: int, latencies: list, seed0: int) -> tuple[list[str], list[int]]:
-    s = Session(url, "Speculative_decoding", session_query(i, seed0))
+async def one_session(url: str, i: int, cycles: int, latencies: list, seed0: int, step: str = STEP,
+                      read_ms: float = 0, query: str | None = None) -> tuple[list[str], list[int]]:
+    s = Session(url, "Speculative_decoding", session_query(i, seed0) if query is None else query)
     await s.open()
     for _ in range(cycles):
-        found = s.button(STEP)
+        found = s.button(step)
         if found is None or found[2]:  # no button, or disabled: the answer ended before `cycles` Steps
             break
         before = len(s.tokens())
         ms = await s.rerun(found[0], found[1])
-        if len(s.tokens()) <= before:
+        if step == STEP and len(s.tokens()) <= before:
             s.errors.append(f"a Step drew no new token ({before} before and after)")
         latencies.append(ms)
+        await asyncio.sleep(read_ms / 1000)  # a learner reading the screen before the next click
     tokens = s.tokens()
     await s.close()
     return s.errors, tokens
 
 
-async def classroom(url: str, sessions: int, cycles: int, seed0: int = 100) -> tuple[dict, list]:
+async def classroom(url: str, sessions: int, cycles: int, seed0: int = 100, step: str = STEP, read_ms: float = 0,
+                    query: str | None = None) -> tuple[dict, list]:
     """N sessions stepping at once. On a server that already ran the same settings, the traces are cached and
-    only replayed: pass another seed0 to measure the computing case."""
+    only replayed: pass another seed0 to measure the computing case. step: the button each click presses;
+    read_ms: a pause after each Step; query: the same settings for every session instead of their own."""
     latencies: list[float] = []
     t0 = time.perf_counter()
-    results = await asyncio.gather(*[one_session(url, i, cycles, latencies, seed0) for i in range(sessions)])
+    results = await asyncio.gather(*[one_session(url, i, cycles, latencies, seed0, step, read_ms, query)
+                                     for i in range(sessions)])
     ordered = sorted(latencies)
     report = {"sessions": sessions, "cycles_each": cycles, "steps": len(ordered),
               "median_ms": round(statistics.median(ordered), 1), "p90_ms": round(ordered[int(0.9 * len(ordered))], 1),
@@ -133,14 +138,22 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--url", help="a running SpecViz server (default: start one on a free port)")
     ap.add_argument("--sessions", type=int, default=8)
-    ap.add_argument("--cycles", type=int, default=20)
+    ap.add_argument("--cycles", type=int, default=20, help="clicks per session")
+    ap.add_argument("--step", action="store_true",
+                    help='click "Step ▶" (one phase of a cycle) instead of "Next cycle ⏩" (a whole cycle)')
+    ap.add_argument("--read-ms", type=float, default=0, help="pause after each click, as a reader (default 0)")
+    ap.add_argument("--defaults", action="store_true",
+                    help="the page's default settings for every session (shared trace) instead of their own")
+    ap.add_argument("--seed0", type=int, default=100)
     a = ap.parse_args(argv)
+    run = lambda url: classroom(url, a.sessions, a.cycles, a.seed0, "Step ▶" if a.step else STEP, a.read_ms,
+                                "" if a.defaults else None)
     if a.url:
-        report, results = asyncio.run(classroom(a.url, a.sessions, a.cycles))
+        report, results = asyncio.run(run(a.url))
     else:
         from .serve import running_server
         with running_server() as url:
-            report, results = asyncio.run(classroom(url, a.sessions, a.cycles))
+            report, results = asyncio.run(run(url))
     report["errors"] = sum(len(e) for e, _ in results)
     print(json.dumps(report, indent=1))
     return 1 if report["errors"] else 0

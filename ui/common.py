@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
 import threading
 import urllib.parse
+import uuid
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -311,6 +313,24 @@ def figure(builder, *args, **kwargs):
     return _figures().get(builder, args, kwargs)
 
 
+@st.cache_resource(show_spinner=False)
+def _ahead():
+    """The process's background recorder; SPECVIZ_AHEAD=0 turns it off (to measure what it saves)."""
+    from specviz.replay import Ahead
+
+    return None if os.environ.get("SPECVIZ_AHEAD", "1") == "0" else Ahead()
+
+
+def read_ahead(name: str, replay) -> None:
+    """Record the event after next in the background (specviz.replay.Ahead) while this screen is read: the
+    next Step has its event already (Replay.forward computes one ahead), and the one after it is computed
+    now, so a Step that starts a new cycle only draws. Only once the learner has stepped: a page merely
+    opened or a setting merely tried costs nothing."""
+    if replay.event >= 0 and _ahead() is not None:
+        sid = st.session_state.setdefault("specviz_session", uuid.uuid4().hex)
+        _ahead().request((sid, name), replay.recording, replay.event + 3)
+
+
 def get_replay(name: str, params: tuple, factory, phases: int = 1):
     """This session's Replay (its own cursor) for `name`, over the server's shared recording for these
     parameters; a new cursor whenever the parameters change (slider, prompt, model), so a changed setting
@@ -434,6 +454,7 @@ def controls(name: str, replay, whole_label: str | None = None) -> None:
     error = st.session_state.pop(name + "_error", None)
     if error:
         st.error(md_escape(error))
+    read_ahead(name, replay)
 
 
 def play_tick(name: str, replay) -> None:
