@@ -103,6 +103,7 @@ async def one_session(url: str, i: int, cycles: int, latencies: list, seed0: int
                       read_ms: float = 0, query: str | None = None) -> tuple[list[str], list[int]]:
     s = Session(url, "Speculative_decoding", session_query(i, seed0) if query is None else query)
     await s.open()
+    await asyncio.sleep(read_ms / 1000)  # reading the page before the first click
     for _ in range(cycles):
         found = s.button(step)
         if found is None or found[2]:  # no button, or disabled: the answer ended before `cycles` Steps

@@ -322,11 +322,11 @@ def _ahead():
 
 
 def read_ahead(name: str, replay) -> None:
-    """Record the event after next in the background (specviz.replay.Ahead) while this screen is read: the
-    next Step has its event already (Replay.forward computes one ahead), and the one after it is computed
-    now, so a Step that starts a new cycle only draws. Only once the learner has stepped: a page merely
-    opened or a setting merely tried costs nothing."""
-    if replay.event >= 0 and _ahead() is not None:
+    """Record ahead in the background (specviz.replay.Ahead) while this screen is read: the next Step has its
+    event already (Replay.forward computes one ahead), and the one after it is computed now, so a Step that
+    starts a new cycle only draws. Before the first Step that is the first two events (with the prompt's
+    prefill): the first Step, a learner's first impression, only draws too."""
+    if _ahead() is not None:
         sid = st.session_state.setdefault("specviz_session", uuid.uuid4().hex)
         _ahead().request((sid, name), replay.recording, replay.event + 3)
 
