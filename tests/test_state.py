@@ -90,3 +90,26 @@ def test_figures_are_built_once_for_the_same_events():
     cache.get(builder, (events, 1), {})
     cache.get(builder, (list(events), 1), {})  # another list: another figure
     assert calls == [0, 1, 1] and len(cache.items) == 2  # bounded
+
+
+def test_the_page_records_ahead_while_the_learner_reads():
+    """ui.common.controls asks the background worker for the events the next Steps will show: on opening, the
+    first two (the first Step only draws); after a Step, the one after the next (a cycle-start Step only draws)."""
+    import time
+
+    def recorded(replay, n):
+        end = time.monotonic() + 120
+        while len(replay.events) < n:
+            assert time.monotonic() < end, f"nothing recorded ahead: {len(replay.events)} events, wanted {n}"
+            time.sleep(0.05)
+
+    at = app(SPEC, drafter="ngram", seed="7", k="3", max_new_tokens="40")  # settings no other test records
+    replay = at.session_state["spec"][1]
+    assert replay.event == -1
+    recorded(replay, 2)
+    at.button(key="spec_whole").click().run()
+    assert replay.event == 0
+    recorded(replay, 3)  # event 1 by the Step itself, event 2 in the background
+    at.button(key="spec_whole").click().run()
+    assert replay.event == 1
+    recorded(replay, 4)
