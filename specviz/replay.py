@@ -14,6 +14,7 @@ that starts a new cycle finds it computed and only draws.
 """
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 from collections import OrderedDict
@@ -166,6 +167,7 @@ class Ahead:
         self._wanted: OrderedDict = OrderedDict()  # key -> (recording, n)
         self._ready = threading.Condition()
         self._thread: threading.Thread | None = None
+        self._stopping = False
 
     def request(self, key, recording: Recording, n: int) -> None:
         """Have `recording` hold at least n events soon (nothing to do when it does or has ended)."""
@@ -174,9 +176,10 @@ class Ahead:
         with self._ready:
             self._wanted.pop(key, None)
             self._wanted[key] = (recording, n)
-            if self._thread is None:
+            if self._thread is None and not self._stopping:
                 self._thread = threading.Thread(target=self._run, name="specviz-ahead", daemon=True)
                 self._thread.start()
+                atexit.register(self.stop)
             self._ready.notify()
 
     def idle(self) -> bool:
@@ -191,10 +194,23 @@ class Ahead:
             pass
         while True:
             with self._ready:
-                while not self._wanted:
+                while not self._wanted and not self._stopping:
                     self._ready.wait()
+                if self._stopping:
+                    return
                 _, (recording, n) = self._wanted.popitem(last=False)
-            try:
-                recording.fetch_until(n)
+            try:  # one event at a time, so that stop() waits for one event at most
+                while not self._stopping and recording.steps is not None and len(recording.events) < n:
+                    recording.fetch_until(len(recording.events) + 1)
             except Exception:  # kept in recording.error; the cursor that reaches it raises it on the page
                 pass
+
+    def stop(self, timeout: float = 60.0) -> None:
+        """Finish the event being computed and end the worker (at exit: a thread still inside PyTorch while
+        the interpreter shuts down aborts the process, "terminate called without an active exception")."""
+        with self._ready:
+            self._stopping = True
+            self._wanted.clear()
+            self._ready.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout)

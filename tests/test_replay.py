@@ -149,3 +149,29 @@ def test_ahead_keeps_one_wish_per_session_and_passes_errors_to_the_page():
         fresh.fetch_until(2)
     with pytest.raises(SpecVizError):
         Replay(fresh).to_end()
+
+
+def test_the_process_exits_cleanly_while_the_worker_computes():
+    """A worker thread still inside PyTorch when the interpreter shuts down aborts the process ("terminate
+    called without an active exception", exit 134: it failed a test run once). Ahead.stop runs at exit."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = """
+import threading, torch
+from specviz.replay import Ahead, Recording
+started = threading.Event()
+def steps():
+    a = torch.randn(600, 600)
+    for i in range(1000):
+        started.set()
+        for _ in range(20):
+            a = torch.tanh(a @ a)
+        yield i
+Ahead().request("s", Recording(steps()), 1000)
+started.wait(30)
+"""
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-500:]
