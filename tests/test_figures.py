@@ -140,3 +140,16 @@ def test_speedup_charts_colour_each_a_alike():
     colors = lambda fig: {t.name: t.line.color for t in fig.data if t.name and t.name.startswith("a = ")}
     left, right = colors(tokens_per_pass(0.75)), colors(improvement(0.75, 0.1))
     assert len(left) == 6 and left == right and len(set(left.values())) == 6
+
+
+def test_tokens_that_differ_only_by_a_space_are_told_apart():
+    from specviz.figures import token_labels
+    assert token_labels([" hash", "hash", " beam", "<b>"]) == ["␣hash", "hash", " beam", "&lt;b&gt;"]  # only the pair
+    c = cycle(k=2)
+    top = (TokenProb(100, " hash", 0.5), TokenProb(101, "hash", 0.3), TokenProb(102, " the", 0.2))
+    c = dataclasses.replace(c, drafts=(dataclasses.replace(c.drafts[0], q_top=top),) + c.drafts[1:],
+                            verdicts=(dataclasses.replace(c.verdicts[0], p_top=top, q_top=top[:2]),),
+                            new_origin="resampled", residual_top=top, new_token=101)
+    assert F.draft_proposal(c, 0).to_dict()["data"][0]["x"] == ["␣hash", "hash", " the"]
+    assert F.verdicts(c).to_dict()["data"][0]["x"] == ["▶␣hash", "hash", " the"]  # ▶: the draft token ruled on
+    assert F.resolution(c).to_dict()["data"][0]["x"] == ["␣hash", "▶hash", " the"]

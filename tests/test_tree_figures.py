@@ -105,3 +105,12 @@ def test_mask_columns_stay_readable_with_many_nodes():
     hm = mask_figure(big, context_tail=2).data[0]
     assert list(hm.x[:3]) == ["ctx<br>8", "ctx<br>9", "0<br>10"] and all("tok" not in x for x in hm.x)
     assert hm.customdata[0][2] == "0:tok0 (pos 10) sees 0:tok0 (pos 10)" and "does not see" in hm.customdata[0][3]
+
+
+def test_sibling_tokens_that_differ_only_by_a_space_are_told_apart():
+    import dataclasses
+    c = cycle()
+    c = dataclasses.replace(c, nodes=(dataclasses.replace(c.nodes[0], text=" hash"), dataclasses.replace(c.nodes[1], text="hash"))
+                            + c.nodes[2:])
+    markers = {t.name: list(t.text) for t in tree_figure(c).data if t.mode == "markers+text"}
+    assert markers["accepted"] == ["␣hash", "d"] and markers["rejected"] == ["hash", "c"]

@@ -53,6 +53,18 @@ def label(text: str) -> str:
     return html.escape(label_plain(text), quote=False)
 
 
+def token_labels(texts) -> list[str]:
+    """label() of each token text, except where two different tokens would look alike: " hash" and "hash"
+    are two tokens, but a leading space is invisible in a chart. Those show every space as ␣, so a learner
+    sees two tokens, not one drawn twice."""
+    texts = list(texts)
+    looks: dict[str, set[str]] = {}
+    for t in texts:
+        looks.setdefault(label_plain(t).strip(), set()).add(t)
+    return [html.escape(t.replace(" ", "␣"), quote=False) if len(looks[label_plain(t).strip()]) > 1 else label(t)
+            for t in texts]
+
+
 def short_label(text: str, width: int) -> str:
     """label() cut to `width` characters with "…" (cut before escaping, so an entity is never split)."""
     shown = label_plain(text)

@@ -6,7 +6,7 @@ import html
 
 import plotly.graph_objects as go
 
-from . import (ACCEPTED, BONUS, CORRECTION, P_COLOR, Q_COLOR, REJECTED, RESAMPLED, build, grid, label, label_plain, md_escape,
+from . import (ACCEPTED, BONUS, CORRECTION, P_COLOR, Q_COLOR, REJECTED, RESAMPLED, build, grid, label, label_plain, md_escape, token_labels,
                ref, short_label)
 
 ORIGIN_COLORS = {"accepted": ACCEPTED, "resampled": RESAMPLED, "bonus": BONUS, "correction": CORRECTION,
@@ -67,7 +67,7 @@ def draft_proposal(cycle, i: int) -> go.Figure:
     d = cycle.drafts[i]
     top = [t for t in d.q_top if t.prob >= MASS or t.id == d.token]
     size = 11
-    data = [dict(type="bar", x=[label(t.text) for t in top], y=[t.prob for t in top], name=f"q (draft {i + 1})",
+    data = [dict(type="bar", x=token_labels(t.text for t in top), y=[t.prob for t in top], name=f"q (draft {i + 1})",
                  marker=dict(color=[Q_COLOR if t.id == d.token else "#ffcc80" for t in top]), showlegend=False,
                  text=[f"{t.prob:.2f}" for t in top], textposition="outside", cliponaxis=False,
                  textfont=dict(size=size),
@@ -167,7 +167,7 @@ def verdicts(cycle) -> go.Figure:
         qmap = {t.id: t for t in v.q_top if t.prob >= MASS or t.id == v.token}
         ids = list(pmap) + [t for t in qmap if t not in pmap]
         text = {t.id: t.text for t in list(v.p_top) + list(v.q_top)}
-        xs = [("▶" if t == v.token else "") + label(text[t]) for t in ids]
+        xs = [("▶" if t == v.token else "") + shown for t, shown in zip(ids, token_labels(text[t] for t in ids))]
         py = [pmap[t].prob if t in pmap else 0.0 for t in ids]
         qy = [qmap[t].prob if t in qmap else 0.0 for t in ids]
         x, y = cells[bar_row - 1][c - 1]
@@ -205,7 +205,7 @@ def resolution(cycle) -> go.Figure | None:
     if cycle.new_origin != "resampled":
         return None
     r = [t for t in cycle.residual_top if t.prob >= MASS or t.id == cycle.new_token]
-    data = [dict(type="bar", x=[("▶" if t.id == cycle.new_token else "") + label(t.text) for t in r],
+    data = [dict(type="bar", x=[("▶" if t.id == cycle.new_token else "") + shown for t, shown in zip(r, token_labels(t.text for t in r))],
                  y=[t.prob for t in r], marker=dict(color=[RESAMPLED if t.id == cycle.new_token else "#ce93d8" for t in r]),
                  text=[f"{t.prob:.3f}" for t in r], textposition="outside", cliponaxis=False,
                  name="residual", hovertemplate="%{x}: residual = %{y:.4f}<extra></extra>")]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from . import ACCEPTED, BONUS, CORRECTION, REJECTED, RESAMPLED, label
+from . import ACCEPTED, BONUS, CORRECTION, REJECTED, RESAMPLED, label, token_labels
 
 NOT_REACHED = "#b0b0b0"
 VERDICT_COLORS = {"accepted": ACCEPTED, "rejected": REJECTED, "not reached": NOT_REACHED}
@@ -60,6 +60,7 @@ def tree_figure(cycle, root_text: str = "context") -> go.Figure:
     and the verdict."""
     pos = layout_positions(cycle)
     on_path = set(cycle.path)
+    shown = dict(zip((n.index for n in cycle.nodes), token_labels(n.text for n in cycle.nodes)))  # " hash" ≠ "hash"
     fig = go.Figure()
     # the edges as two traces (accepted path / the rest), segments split by None: one trace per edge made
     # every Step build and draw N + 4 traces (117 ms to build at N = 12 on this CPU, and as long again to draw)
@@ -79,7 +80,7 @@ def tree_figure(cycle, root_text: str = "context") -> go.Figure:
             continue
         fig.add_trace(go.Scatter(
             x=[pos[n.index][0] for n in nodes], y=[pos[n.index][1] for n in nodes], mode="markers+text",
-            name=verdict, text=[label(n.text) for n in nodes],
+            name=verdict, text=[shown[n.index] for n in nodes],
             textposition=["top right" if n.index in on_path else "middle right" for n in nodes],  # not under the thick line
             marker=dict(size=18, color=color, opacity=[0.35 + 0.65 * min(1.0, n.q) for n in nodes],
                         line=dict(color="#333", width=1)),
