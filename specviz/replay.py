@@ -47,9 +47,11 @@ class Recording:
                     self.result = stop.value
                     self.steps = None  # drop the generator (and the KV caches it holds)
                 except Exception as e:  # a generator that raised is dead: keep the reason for whoever asks next
-                    self.error, self.steps = e, None
+                    # without its traceback, whose frames would keep the dead generator's KV caches alive
+                    self.error, self.steps = e.with_traceback(None), None
             if self.error is not None and len(self.events) < n:
-                raise self.error  # also when the background worker met it first: the page shows it
+                # also when the background worker met it first: the page shows it (each reader's frames only)
+                raise self.error.with_traceback(None)
             return len(self.events) >= n
 
 
@@ -189,7 +191,8 @@ class Ahead:
 
     def _run(self) -> None:
         try:  # this thread only (Linux: a thread's nice is its own, inherited by the threads it starts)
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self.nice)
+            me = threading.get_native_id()
+            os.setpriority(os.PRIO_PROCESS, me, min(19, os.getpriority(os.PRIO_PROCESS, me) + self.nice))
         except (AttributeError, OSError):  # not Linux, or not allowed: run at normal priority
             pass
         while True:
@@ -204,6 +207,7 @@ class Ahead:
                     recording.fetch_until(len(recording.events) + 1)
             except Exception:  # kept in recording.error; the cursor that reaches it raises it on the page
                 pass
+            recording = None  # an abandoned recording (and its KV caches) is not kept alive by the worker
 
     def stop(self, timeout: float = 60.0) -> None:
         """Finish the event being computed and end the worker (at exit: a thread still inside PyTorch while

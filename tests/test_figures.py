@@ -145,6 +145,8 @@ def test_speedup_charts_colour_each_a_alike():
 def test_tokens_that_differ_only_by_a_space_are_told_apart():
     from specviz.figures import token_labels
     assert token_labels([" hash", "hash", " beam", "<b>"]) == ["␣hash", "hash", " beam", "&lt;b&gt;"]  # only the pair
+    assert token_labels([" <b>", "<b>"]) == ["␣&lt;b&gt;", "&lt;b&gt;"]  # escaped in both branches
+    assert token_labels(["\n", " \n"]) == ["↵", "␣↵"]
     c = cycle(k=2)
     top = (TokenProb(100, " hash", 0.5), TokenProb(101, "hash", 0.3), TokenProb(102, " the", 0.2))
     c = dataclasses.replace(c, drafts=(dataclasses.replace(c.drafts[0], q_top=top),) + c.drafts[1:],

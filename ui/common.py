@@ -460,7 +460,12 @@ def controls(name: str, replay, whole_label: str | None = None) -> None:
 def play_tick(name: str, replay) -> None:
     """Called at the top of a fragment that Streamlit re-runs every few hundred ms while playing."""
     if st.session_state.get(name + "_playing"):
-        if not replay.forward():
+        try:
+            moved = replay.forward()
+        except SpecVizError as e:  # shown once by controls(); Play stops instead of failing on every tick
+            st.session_state[name + "_error"] = str(e)
+            moved = False
+        if not moved:
             st.session_state[name + "_playing"] = False
             st.rerun()
 

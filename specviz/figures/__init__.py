@@ -61,8 +61,9 @@ def token_labels(texts) -> list[str]:
     looks: dict[str, set[str]] = {}
     for t in texts:
         looks.setdefault(label_plain(t).strip(), set()).add(t)
-    return [html.escape(t.replace(" ", "␣"), quote=False) if len(looks[label_plain(t).strip()]) > 1 else label(t)
-            for t in texts]
+    def spaced(t):
+        return html.escape("".join("␣" if ch.isspace() else ch for ch in label_plain(t)), quote=False)
+    return [spaced(t) if len(looks[label_plain(t).strip()]) > 1 else label(t) for t in texts]
 
 
 def short_label(text: str, width: int) -> str:
