@@ -19,8 +19,6 @@ st.caption("A small draft guesses K tokens; the big target checks all of them in
 models = get_models(settings)
 
 bounded("sp_seed", 0, 2**31 - 1, 0, "seed", "Seed")
-for key in ("sp_drafter", "sp_mode", "sp_dynamic"):
-    keep(key)  # settings survive a page switch
 if "sp_url" not in st.session_state:  # ?mode=sampling&drafter=ngram&dynamic=1 on a first visit
     st.session_state["sp_url"] = True
     if st.query_params.get("mode") in ("sampling", "greedy"):
@@ -30,6 +28,8 @@ if "sp_url" not in st.session_state:  # ?mode=sampling&drafter=ngram&dynamic=1 o
     asked = ALIASES.get(st.query_params.get("drafter"), st.query_params.get("drafter"))
     if asked in LABELS:
         st.session_state["sp_drafter"] = LABELS[asked]
+for key in ("sp_drafter", "sp_mode", "sp_dynamic"):
+    keep(key)  # settings survive a page switch (after the link's values: they are kept too)
 c1, c2, c3, c4 = st.columns(4)
 k = slider(c1, "K (draft tokens per cycle)", "sp_k", 1, 16, 4, "k")
 drafters = drafter_choices(models)

@@ -113,3 +113,16 @@ def test_the_page_records_ahead_while_the_learner_reads():
     at.button(key="spec_whole").click().run()
     assert replay.event == 1
     recorded(replay, 4)
+
+
+def test_settings_from_a_link_survive_a_page_switch():
+    """?drafter=, ?mode= and ?dynamic= set the widgets on a first visit; they must outlive a page switch like
+    settings chosen by hand (they were dropped: keep() ran before the link's values were written)."""
+    at = app(SPEC, drafter="ngram", mode="sampling", dynamic="1", k="16")
+    assert at.selectbox(key="sp_drafter").value == "n-gram lookup"
+    at.switch_page(BEAM).run()
+    at.switch_page(SPEC).run()
+    assert not at.exception
+    assert at.selectbox(key="sp_drafter").value == "n-gram lookup"
+    assert at.radio(key="sp_mode").value == "rejection sampling"
+    assert at.toggle(key="sp_dynamic").value is True and at.slider(key="sp_k").value == 16
