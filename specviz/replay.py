@@ -157,9 +157,11 @@ class Ahead:
     Why: on a 2-core machine the Step that starts a new speculative cycle pays a whole cycle of engine work
     (~0.1 s: K draft passes and one verify pass), every other Step only draws. Computing the cycle after next
     while the learner reads moves that work off the click. Why low priority (nice): the browser drawing the
-    Step just taken often runs on the same cores (a laptop, or a test); the worker takes the cores only when
-    the page's own work leaves them idle, and a Step that arrives first simply computes the event itself
-    (Recording.fetch_until is under a lock: the event is computed once either way).
+    Step just taken often runs on the same cores (a laptop, or a test); the OS gives the worker the cores
+    when the page's own work leaves them idle. A Step that arrives first computes the event itself, or waits
+    for the worker's event in progress (Recording.fetch_until is under a lock: each event is computed once).
+    Nice does not order locks or the GIL: while the worker holds one, a Step waits for it whatever its
+    priority (one event at most).
 
     One wish per key (a session's page): a newer request replaces an older one, so a learner who changes a
     setting does not leave stale work queued."""

@@ -326,9 +326,10 @@ def read_ahead(name: str, replay) -> None:
     event already (Replay.forward computes one ahead), and the one after it is computed now, so a Step that
     starts a new cycle only draws. Before the first Step that is the first two events (with the prompt's
     prefill): the first Step, a learner's first impression, only draws too."""
-    if _ahead() is not None:
+    ahead = _ahead()
+    if ahead is not None:
         sid = st.session_state.setdefault("specviz_session", uuid.uuid4().hex)
-        _ahead().request((sid, name), replay.recording, replay.event + 3)
+        ahead.request((sid, name), replay.recording, replay.event + 3)
 
 
 def get_replay(name: str, params: tuple, factory, phases: int = 1):

@@ -53,17 +53,21 @@ def label(text: str) -> str:
     return html.escape(label_plain(text), quote=False)
 
 
-def token_labels(texts) -> list[str]:
+def token_labels(texts, marked=()) -> list[str]:
     """label() of each token text, except where two different tokens would look alike: " hash" and "hash"
     are two tokens, but a leading space is invisible in a chart. Those show every space as ␣, so a learner
-    sees two tokens, not one drawn twice."""
+    sees two tokens, not one drawn twice. `marked`: one bool per text, True puts ▶ in front (the token
+    ruled on, or drawn)."""
     texts = list(texts)
+    marked = list(marked) or [False] * len(texts)
     looks: dict[str, set[str]] = {}
     for t in texts:
         looks.setdefault(label_plain(t).strip(), set()).add(t)
+
     def spaced(t):
         return html.escape("".join("␣" if ch.isspace() else ch for ch in label_plain(t)), quote=False)
-    return [spaced(t) if len(looks[label_plain(t).strip()]) > 1 else label(t) for t in texts]
+    return [("▶" if m else "") + (spaced(t) if len(looks[label_plain(t).strip()]) > 1 else label(t))
+            for t, m in zip(texts, marked)]
 
 
 def short_label(text: str, width: int) -> str:

@@ -6,8 +6,8 @@ import html
 
 import plotly.graph_objects as go
 
-from . import (ACCEPTED, BONUS, CORRECTION, P_COLOR, Q_COLOR, REJECTED, RESAMPLED, build, grid, label, label_plain, md_escape, token_labels,
-               ref, short_label)
+from . import (ACCEPTED, BONUS, CORRECTION, P_COLOR, Q_COLOR, REJECTED, RESAMPLED, build, grid, label, label_plain, md_escape,
+               ref, short_label, token_labels)
 
 ORIGIN_COLORS = {"accepted": ACCEPTED, "resampled": RESAMPLED, "bonus": BONUS, "correction": CORRECTION,
                  "target": "#607d8b", "prompt": "#9e9e9e"}
@@ -167,7 +167,7 @@ def verdicts(cycle) -> go.Figure:
         qmap = {t.id: t for t in v.q_top if t.prob >= MASS or t.id == v.token}
         ids = list(pmap) + [t for t in qmap if t not in pmap]
         text = {t.id: t.text for t in list(v.p_top) + list(v.q_top)}
-        xs = [("▶" if t == v.token else "") + shown for t, shown in zip(ids, token_labels(text[t] for t in ids))]
+        xs = token_labels([text[t] for t in ids], [t == v.token for t in ids])
         py = [pmap[t].prob if t in pmap else 0.0 for t in ids]
         qy = [qmap[t].prob if t in qmap else 0.0 for t in ids]
         x, y = cells[bar_row - 1][c - 1]
@@ -205,7 +205,7 @@ def resolution(cycle) -> go.Figure | None:
     if cycle.new_origin != "resampled":
         return None
     r = [t for t in cycle.residual_top if t.prob >= MASS or t.id == cycle.new_token]
-    data = [dict(type="bar", x=[("▶" if t.id == cycle.new_token else "") + shown for t, shown in zip(r, token_labels(t.text for t in r))],
+    data = [dict(type="bar", x=token_labels([t.text for t in r], [t.id == cycle.new_token for t in r]),
                  y=[t.prob for t in r], marker=dict(color=[RESAMPLED if t.id == cycle.new_token else "#ce93d8" for t in r]),
                  text=[f"{t.prob:.3f}" for t in r], textposition="outside", cliponaxis=False,
                  name="residual", hovertemplate="%{x}: residual = %{y:.4f}<extra></extra>")]
