@@ -120,9 +120,12 @@ def test_settings_from_a_link_survive_a_page_switch():
     settings chosen by hand (they were dropped: keep() ran before the link's values were written)."""
     at = app(SPEC, drafter="ngram", mode="sampling", dynamic="1", k="16")
     assert at.selectbox(key="sp_drafter").value == "n-gram lookup"
+    at.button(key="spec_whole").click().run()
+    replay = at.session_state["spec"][1]
     at.switch_page(BEAM).run()
     at.switch_page(SPEC).run()
     assert not at.exception
     assert at.selectbox(key="sp_drafter").value == "n-gram lookup"
     assert at.radio(key="sp_mode").value == "rejection sampling"
     assert at.toggle(key="sp_dynamic").value is True and at.slider(key="sp_k").value == 16
+    assert at.session_state["spec"][1] is replay and replay.event == 0  # and the run with them
