@@ -3,8 +3,8 @@ a tree attention mask, the walk from the root, and the KV cache keeping only the
 
 import streamlit as st
 
-from ui.common import (chart, controls, encode, figure, get_models, get_replay, keep, play_interval, play_speed, play_tick,
-                       sidebar, slider)
+from ui.common import (chart, controls, encode, figure, get_models, get_replay, keep, link, play_interval, play_speed,
+                       play_tick, sidebar, slider)
 
 from specviz.drafters import make_drafter
 from specviz.drafters.medusa import MedusaDrafter
@@ -29,11 +29,26 @@ models = get_models(settings)
 if models.feature_draft is None:
     st.warning("The EAGLE-2 tree needs the feature draft, which exists only for the embedded target.")
     st.stop()
+DRAFTERS = {"eagle2": "EAGLE-2 tree", "medusa": "Medusa heads", "feature": "chain (feature draft)"}
+MODES = {"greedy": "greedy", "sampling": "sampling (T = 1)"}
+if "tr_url" not in st.session_state:  # a link's ?drafter=, ?mode=, ?typical=, ?choices= on a first visit
+    st.session_state["tr_url"] = True
+    q = st.query_params
+    if q.get("drafter") in DRAFTERS:
+        st.session_state["tr_drafter"] = DRAFTERS[q["drafter"]]
+    if q.get("mode") in MODES:
+        st.session_state["tr_mode"] = MODES[q["mode"]]
+    if "typical" in q:
+        st.session_state["tr_typical"] = q["typical"] not in ("0", "false", "no")
+    if "choices" in q:
+        st.session_state["tr_choices"] = q["choices"]  # parsed and checked below like typed text
+for key in ("tr_drafter", "tr_mode", "tr_typical"):
+    keep(key)  # settings survive a page switch (after the link's values: they are kept too)
 c1, c2, c3, c4 = st.columns(4)
-choice = c1.radio("Drafter", ["EAGLE-2 tree", "Medusa heads", "chain (feature draft)"], key="tr_drafter", horizontal=True)
+choice = c1.radio("Drafter", list(DRAFTERS.values()), key="tr_drafter", horizontal=True)
 budget = slider(c2, "Verify budget N (nodes)", "tr_budget", 2, 32, 12, "budget")
 depth = slider(c3, "Depth", "tr_depth", 1, 8, 4, "depth")
-mode = c4.radio("Verification", ["greedy", "sampling (T = 1)"], key="tr_mode", horizontal=True)
+mode = c4.radio("Verification", list(MODES.values()), key="tr_mode", horizontal=True)
 st.caption("Which is faster on this CPU: the chain. In the project's latest benchmark (README, Performance; "
            "`docs/bench-2026-11-23d.json`) the EAGLE-2 tree (N = 16, depth 6) emits 2.38 tokens per verify pass "
            "against 1.81 for the same feature draft's chain at K = 4, yet runs at 1.05× plain greedy's speed against "
@@ -61,18 +76,22 @@ if choice == "Medusa heads":
                f"{min(depth, models.medusa.num_heads)} deep (one head per depth: {models.medusa.num_heads} heads, so "
                "a depth above that adds nothing), a path only when its parent is in.")
 t1, t2, t3 = st.columns(3)
-keep("tr_typical")
 typical_on = t1.toggle("Typical acceptance (LOSSY)", key="tr_typical",
                        help="Medusa's rule: accept a node when p(x) > min(ε, δ·exp(−H(p))), keep the longest passing "
                             "path. Fast, but the output is no longer distributed as the target's.")
-epsilon = slider(t2, "ε (posterior threshold)", "tr_eps", 0.01, 0.5, 0.09, step=0.01, disabled=not typical_on)
-delta = slider(t3, "δ (entropy factor)", "tr_delta", 0.01, 1.0, 0.3, step=0.01, disabled=not typical_on)
+epsilon = slider(t2, "ε (posterior threshold)", "tr_eps", 0.01, 0.5, 0.09, "eps", step=0.01, disabled=not typical_on)
+delta = slider(t3, "δ (entropy factor)", "tr_delta", 0.01, 1.0, 0.3, "delta", step=0.01, disabled=not typical_on)
 typical = (epsilon, delta) if typical_on else None
 max_new = 32
 ids = encode(models, settings, max_new)
 cfg = SamplingConfig(1.0 if mode.startswith("sampling") else 0.0)
 kind = {"EAGLE-2 tree": "eagle2", "Medusa heads": "medusa"}.get(choice, "feature")
 params = (tuple(ids), kind, budget, depth, cfg, choices, typical, settings.target, settings.draft)
+link("tree", "Tree_speculation", dict(
+    drafter=kind, budget=budget, depth=depth, mode="sampling" if cfg.temperature else "greedy", typical=typical_on,
+    **(dict(eps=epsilon, delta=delta) if typical_on else {}),
+    **(dict(choices=st.session_state["tr_choices"]) if kind == "medusa" and choices != tuple(models.medusa.choices)
+       else {})))
 
 
 def drafter(kind):

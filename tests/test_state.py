@@ -8,6 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 SPEC, BEAM, LAB = "pages/2_Speculative_decoding.py", "pages/1_Beam_search.py", "pages/3_Speedup_lab.py"
+TREE = "pages/7_Tree_speculation.py"
 
 
 def app(page=None, **query):
@@ -129,3 +130,24 @@ def test_settings_from_a_link_survive_a_page_switch():
     assert at.radio(key="sp_mode").value == "rejection sampling"
     assert at.toggle(key="sp_dynamic").value is True and at.slider(key="sp_k").value == 16
     assert at.session_state["spec"][1] is replay and replay.event == 0  # and the run with them
+
+
+def test_tree_page_link_carries_its_settings_and_they_survive_a_page_switch():
+    """The tree page's "Copy link" named no page and none of its settings (it opened Home); its radios reset on
+    a page switch."""
+    at = app(TREE, drafter="feature", mode="sampling", budget="6", depth="3")
+    assert at.radio(key="tr_drafter").value == "chain (feature draft)"
+    assert at.radio(key="tr_mode").value == "sampling (T = 1)"
+    at.button(key="tree_step").click().run()
+    q = {k: at.query_params[k] for k in ("drafter", "mode", "budget", "depth", "step")}
+    assert {k: v if isinstance(v, str) else v[0] for k, v in q.items()} == dict(
+        drafter="feature", mode="sampling", budget="6", depth="3", step="1")
+    link = next(c.value for c in at.code if "Tree_speculation?" in c.value)
+    assert "drafter=feature" in link and "budget=6" in link
+    replay = at.session_state["tree"][1]
+    at.switch_page(BEAM).run()
+    at.switch_page(TREE).run()
+    assert not at.exception
+    assert at.radio(key="tr_drafter").value == "chain (feature draft)"
+    assert at.radio(key="tr_mode").value == "sampling (T = 1)"
+    assert at.session_state["tree"][1] is replay and replay.event == 0
