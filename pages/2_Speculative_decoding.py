@@ -2,8 +2,8 @@
 bonus, cache rollback."""
 import streamlit as st
 
-from ui.common import (bounded, chart, controls, figure, encode, get_models, get_replay, keep, link, play_interval, play_speed,
-                       play_tick, sidebar, slider)
+from ui.common import (ON_OFF, bounded, chart, controls, figure, encode, get_models, get_replay, link, linked,
+                       play_interval, play_speed, play_tick, sidebar, slider)
 
 from specviz.drafters import ALIASES, LABELS, drafter_choices, make_drafter
 from specviz.figures import spec_cycle as F
@@ -19,17 +19,10 @@ st.caption("A small draft guesses K tokens; the big target checks all of them in
 models = get_models(settings)
 
 bounded("sp_seed", 0, 2**31 - 1, 0, "seed", "Seed")
-if "sp_url" not in st.session_state:  # ?mode=sampling&drafter=ngram&dynamic=1 on a first visit
-    st.session_state["sp_url"] = True
-    if st.query_params.get("mode") in ("sampling", "greedy"):
-        st.session_state["sp_mode"] = "rejection sampling" if st.query_params["mode"] == "sampling" else "greedy match"
-    if "dynamic" in st.query_params:
-        st.session_state["sp_dynamic"] = st.query_params["dynamic"] not in ("0", "false", "no")
-    asked = ALIASES.get(st.query_params.get("drafter"), st.query_params.get("drafter"))
-    if asked in LABELS:
-        st.session_state["sp_drafter"] = LABELS[asked]
-for key in ("sp_drafter", "sp_mode", "sp_dynamic"):
-    keep(key)  # settings survive a page switch (after the link's values: they are kept too)
+# ?drafter=ngram&mode=sampling&dynamic=1 on a first visit
+linked("sp_drafter", "drafter", {**LABELS, **{old: LABELS[new] for old, new in ALIASES.items()}})
+linked("sp_mode", "mode", {"greedy": "greedy match", "sampling": "rejection sampling"})
+linked("sp_dynamic", "dynamic", ON_OFF)
 c1, c2, c3, c4 = st.columns(4)
 k = slider(c1, "K (draft tokens per cycle)", "sp_k", 1, 16, 4, "k")
 drafters = drafter_choices(models)

@@ -3,8 +3,8 @@ a tree attention mask, the walk from the root, and the KV cache keeping only the
 
 import streamlit as st
 
-from ui.common import (chart, controls, encode, figure, get_models, get_replay, keep, link, play_interval, play_speed,
-                       play_tick, sidebar, slider)
+from ui.common import (ON_OFF, chart, controls, encode, figure, get_models, get_replay, keep, link, linked,
+                       play_interval, play_speed, play_tick, sidebar, slider)
 
 from specviz.drafters import make_drafter
 from specviz.drafters.medusa import MedusaDrafter
@@ -31,19 +31,11 @@ if models.feature_draft is None:
     st.stop()
 DRAFTERS = {"eagle2": "EAGLE-2 tree", "medusa": "Medusa heads", "feature": "chain (feature draft)"}
 MODES = {"greedy": "greedy", "sampling": "sampling (T = 1)"}
-if "tr_url" not in st.session_state:  # a link's ?drafter=, ?mode=, ?typical=, ?choices= on a first visit
-    st.session_state["tr_url"] = True
-    q = st.query_params
-    if q.get("drafter") in DRAFTERS:
-        st.session_state["tr_drafter"] = DRAFTERS[q["drafter"]]
-    if q.get("mode") in MODES:
-        st.session_state["tr_mode"] = MODES[q["mode"]]
-    if "typical" in q:
-        st.session_state["tr_typical"] = q["typical"] not in ("0", "false", "no")
-    if "choices" in q:
-        st.session_state["tr_choices"] = q["choices"]  # parsed and checked below like typed text
-for key in ("tr_drafter", "tr_mode", "tr_typical"):
-    keep(key)  # settings survive a page switch (after the link's values: they are kept too)
+linked("tr_drafter", "drafter", DRAFTERS)  # a link's settings on a first visit, then kept
+linked("tr_mode", "mode", MODES)
+linked("tr_typical", "typical", ON_OFF)
+if "choices" in st.query_params and "tr_choices" not in st.session_state and "_keep_tr_choices" not in st.session_state:
+    st.session_state["tr_choices"] = st.query_params["choices"]  # parsed and checked below like typed text
 c1, c2, c3, c4 = st.columns(4)
 choice = c1.radio("Drafter", list(DRAFTERS.values()), key="tr_drafter", horizontal=True)
 budget = slider(c2, "Verify budget N (nodes)", "tr_budget", 2, 32, 12, "budget")
@@ -85,7 +77,7 @@ typical = (epsilon, delta) if typical_on else None
 max_new = 32
 ids = encode(models, settings, max_new)
 cfg = SamplingConfig(1.0 if mode.startswith("sampling") else 0.0)
-kind = {"EAGLE-2 tree": "eagle2", "Medusa heads": "medusa"}.get(choice, "feature")
+kind = {label: name for name, label in DRAFTERS.items()}[choice]
 params = (tuple(ids), kind, budget, depth, cfg, choices, typical, settings.target, settings.draft)
 link("tree", "Tree_speculation", dict(
     drafter=kind, budget=budget, depth=depth, mode="sampling" if cfg.temperature else "greedy", typical=typical_on,

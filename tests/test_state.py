@@ -22,6 +22,13 @@ def app(page=None, **query):
     return at
 
 
+def away_and_back(at, page):
+    """A page switch and back, as a learner makes one."""
+    at.switch_page(BEAM if page != BEAM else LAB).run()
+    at.switch_page(page).run()
+    assert not at.exception
+
+
 def test_spec_settings_and_run_survive_a_page_switch():
     at = app(SPEC)
     at.selectbox(key="sp_drafter").select("n-gram lookup").run()
@@ -123,9 +130,7 @@ def test_settings_from_a_link_survive_a_page_switch():
     assert at.selectbox(key="sp_drafter").value == "n-gram lookup"
     at.button(key="spec_whole").click().run()
     replay = at.session_state["spec"][1]
-    at.switch_page(BEAM).run()
-    at.switch_page(SPEC).run()
-    assert not at.exception
+    away_and_back(at, SPEC)
     assert at.selectbox(key="sp_drafter").value == "n-gram lookup"
     assert at.radio(key="sp_mode").value == "rejection sampling"
     assert at.toggle(key="sp_dynamic").value is True and at.slider(key="sp_k").value == 16
@@ -145,9 +150,7 @@ def test_tree_page_link_carries_its_settings_and_they_survive_a_page_switch():
     link = next(c.value for c in at.code if "Tree_speculation?" in c.value)
     assert "drafter=feature" in link and "budget=6" in link
     replay = at.session_state["tree"][1]
-    at.switch_page(BEAM).run()
-    at.switch_page(TREE).run()
-    assert not at.exception
+    away_and_back(at, TREE)
     assert at.radio(key="tr_drafter").value == "chain (feature draft)"
     assert at.radio(key="tr_mode").value == "sampling (T = 1)"
     assert at.session_state["tree"][1] is replay and replay.event == 0

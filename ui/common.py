@@ -488,6 +488,18 @@ def play_speed(name: str, default: float = 0.8) -> None:
     st.select_slider("Play speed (seconds per step)", SPEEDS, key=key)
 
 
+ON_OFF = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}
+
+
+def linked(key: str, param: str, options: dict) -> None:
+    """Call just before creating a choice widget (radio, selectbox, toggle): on a first visit its value comes
+    from the URL (?param=...) when the link names one of `options` (URL value -> widget value); then it is kept
+    across page switches like every setting (keep)."""
+    keep(key)
+    if key not in st.session_state and st.query_params.get(param) in options:
+        st.session_state[key] = options[st.query_params[param]]
+
+
 def bounded(key: str, lo, hi, default, param: str | None = None, name: str = ""):
     """A widget's value from the URL (?param=...) on first visit, or from session state, checked
     against [lo, hi] before the widget sees it: out-of-range or malformed values are clamped with a
