@@ -182,6 +182,26 @@ def test_settings_and_run_survive_page_switches(server, browser):
 
 
 @pytest.mark.browser
+@pytest.mark.parametrize("path, name, expected", [
+    ("Speculative_decoding?drafter=ngram&mode=sampling&dynamic=1", "Speculative decoding",
+     ["drafter=ngram", "mode=sampling", "dynamic=1"]),
+    ("Tree_speculation?drafter=feature&mode=sampling&budget=6", "Tree speculation",
+     ["drafter=feature", "mode=sampling", "budget=6"])])
+def test_settings_from_a_link_survive_page_switches(server, browser, path, name, expected):
+    """Settings a link gave, then only Steps (fragment reruns): a page switch and back keeps them and the run.
+    (AppTest reruns the whole page on a fragment's button, so only a browser shows this.)"""
+    page = open_page(browser, f"{server}/{path}")
+    click(page, "Step ▶")
+    click(page, "Step ▶")
+    step = page.url.split("step=")[1].split("&")[0]
+    go(page, "Beam search")
+    go(page, name)
+    for part in expected + [f"step={step}"]:
+        assert part in page.url, (part, page.url)
+    page.close()
+
+
+@pytest.mark.browser
 def test_copied_link_reopens_the_same_screen_in_a_fresh_browser(server, browser):
     from playwright.sync_api import expect
 

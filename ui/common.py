@@ -494,10 +494,12 @@ ON_OFF = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no"
 def linked(key: str, param: str, options: dict) -> None:
     """Call just before creating a choice widget (radio, selectbox, toggle): on a first visit its value comes
     from the URL (?param=...) when the link names one of `options` (URL value -> widget value); then it is kept
-    across page switches like every setting (keep)."""
-    keep(key)
-    if key not in st.session_state and st.query_params.get(param) in options:
+    across page switches like every setting. keep() comes after the link's value is written: the Steps that follow
+    are fragment reruns, which never run keep() again, so a value kept only later would be lost on a page switch."""
+    first = key not in st.session_state and "_keep_" + key not in st.session_state
+    if first and st.query_params.get(param) in options:
         st.session_state[key] = options[st.query_params[param]]
+    keep(key)
 
 
 def bounded(key: str, lo, hi, default, param: str | None = None, name: str = ""):
