@@ -103,20 +103,22 @@ def test_unvalidated_figures_pass_plotlys_validation(k, mode, origin):
     for fig in filter(None, figs):
         d = fig.to_dict()
         checked = go.Figure(d).to_dict()  # raises ValueError on an invalid property
+        assert d["layout"].pop("template") == "none"  # validation turns the name into the (empty) template itself
+        checked["layout"].pop("template")
         assert checked["data"] == d["data"] and checked["layout"] == d["layout"]  # nothing was coerced
 
 
 @pytest.mark.parametrize("k, mode", [(4, "greedy"), (12, "sampling")])
 def test_step_charts_have_fixed_margins_and_the_specviz_look(k, mode):
     """Plotly's automargin lays a new chart out a second time: the Speculative page's charts give their margins
-    instead (every axis automargin=False, room left for the tick labels) and carry the specviz template."""
+    instead (every axis automargin=False, room left for the tick labels) and carry the specviz look."""
     c = cycle(k=k, mode=mode, origin="resampled")
     for fig in [F.draft_proposal(c, 0), F.verify_pass(c), F.verdicts(c), F.resolution(c), F.cache_strip(c, ["a"])]:
         layout = fig.to_dict()["layout"]
         axes = [v for key, v in layout.items() if key.startswith(("xaxis", "yaxis"))]
         assert axes and all(a["automargin"] is False for a in axes), layout["title"]["text"]
         assert layout["margin"]["l"] >= 30 and layout["margin"]["b"] >= 50  # room for the tick labels
-        assert layout["template"]["layout"]["font"]["family"].startswith('"Source Sans"')
+        assert layout["font"]["family"].startswith('"Source Sans"') and layout["template"] == "none"
 
 
 def test_token_labels_read_in_charts():
@@ -155,3 +157,35 @@ def test_tokens_that_differ_only_by_a_space_are_told_apart():
     assert F.draft_proposal(c, 0).to_dict()["data"][0]["x"] == ["␣hash", "hash", " the"]
     assert F.verdicts(c).to_dict()["data"][0]["x"] == ["▶␣hash", "hash", " the"]  # ▶: the draft token ruled on
     assert F.resolution(c).to_dict()["data"][0]["x"] == ["␣hash", "▶hash", " the"]
+
+
+def test_for_browser_writes_the_template_into_the_layout():
+    """Streamlit hands Plotly.react a JSON copy of each new chart; a template object or array copies make react draw
+    the chart a second time (specviz.figures, "drawn once, not twice"). for_browser writes the template's values into
+    the layout wherever the figure left them unset (the figure's own values win), sets template "none" and a fixed
+    datarevision, and leaves what the chart shows unchanged."""
+    from plotly.subplots import make_subplots
+
+    from specviz.figures import TEMPLATE, for_browser
+
+    fig = make_subplots(rows=1, cols=2, subplot_titles=["left", "right"])
+    fig.add_bar(y=[1, 2], row=1, col=1)
+    fig.add_scatter(y=[3, 1], row=1, col=2)
+    fig.update_layout(title="a bare title", xaxis2=dict(showgrid=True), template=TEMPLATE)
+    before = fig.to_dict()
+    layout = for_browser(fig).to_dict()["layout"]
+    look = TEMPLATE.to_plotly_json()["layout"]
+    assert layout["template"] == "none" and layout["datarevision"] == 1
+    assert layout["font"] == look["font"] and layout["paper_bgcolor"] == "white"
+    assert layout["title"]["text"] == "a bare title" and layout["title"]["font"]["weight"] == 600
+    for axis in ("xaxis", "xaxis2"):  # every axis the traces use gets the template's axis look
+        assert layout[axis]["linecolor"] == look["xaxis"]["linecolor"] and layout[axis]["title"]["standoff"] == 12
+    assert layout["yaxis2"]["gridcolor"] == look["yaxis"]["gridcolor"]
+    assert layout["xaxis"]["showgrid"] is False and layout["xaxis2"]["showgrid"] is True  # the figure's own value wins
+    assert layout["xaxis2"]["domain"] == before["layout"]["xaxis2"]["domain"]
+    assert [a["font"]["color"] for a in layout["annotations"]] == [look["annotationdefaults"]["font"]["color"]] * 2
+    assert [a["font"]["size"] for a in layout["annotations"]] == [16, 16]  # make_subplots' own title size kept
+    assert for_browser(fig).to_dict()["data"] == before["data"]
+    go.Figure(for_browser(fig).to_dict())  # still a valid figure
+    built = F.verify_pass(cycle(k=4))
+    assert for_browser(built) is built  # build() made it ready: nothing to redo per chart

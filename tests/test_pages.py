@@ -113,7 +113,9 @@ def test_speculative_sampling_shows_u_and_threshold(app):
     charts = at.get("plotly_chart")
     assert len(charts) >= 4 and all(c.proto.theme == "" for c in charts)
     assert all(json.loads(c.proto.config)["displayModeBar"] == "hover" for c in charts)
-    assert all(f["layout"]["template"]["layout"]["font"]["family"].startswith('"Source Sans"') for f in figs)
+    # ... with the look written into the layout, no template object, a fixed datarevision (drawn once: for_browser)
+    assert all(f["layout"]["font"]["family"].startswith('"Source Sans"') and f["layout"]["template"] == "none"
+               and f["layout"]["datarevision"] == 1 for f in figs)
 
 
 def test_beam_page_tree_and_comparison(app):
@@ -152,7 +154,8 @@ def test_speedup_lab_theory_numbers(app):
     improve = figures(at)[1]
     assert all(c.proto.theme == "" for c in at.get("plotly_chart"))  # every page's charts through ui.common.chart
     # ... in the specviz look: ui.common makes it the default again after importing streamlit (which sets its own)
-    assert all(f["layout"]["template"]["layout"]["font"]["family"].startswith('"Source Sans"') for f in figures(at))
+    assert all(f["layout"]["font"]["family"].startswith('"Source Sans"') and f["layout"]["template"] == "none"
+               for f in figures(at))
     assert any(d.get("name") == "best K (paper)" for d in improve["data"])
     assert any(s.get("type") == "rect" for s in improve["layout"]["shapes"])  # the slower-than-plain region
 

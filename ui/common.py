@@ -22,7 +22,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from specviz.errors import SpecVizError  # noqa: E402
-from specviz.figures import md_escape  # noqa: E402
+from specviz.figures import for_browser, md_escape  # noqa: E402
 import plotly.io as pio  # noqa: E402
 
 pio.templates.default = "specviz"  # over Streamlit's, set when streamlit was imported (specviz.figures.TEMPLATE)
@@ -175,7 +175,8 @@ def chart(fig, key: str, container=None, **kw) -> None:
                                        **({"scale": 2} if fmt == "png" else {})}}
     # theme=None: the charts carry their own look (specviz.figures.TEMPLATE); Streamlit's theme, applied in the
     # browser, made Plotly draw every new chart twice (see there)
-    (container or st).plotly_chart(fig, key=key, config=config, theme=None, **kw)
+    # for_browser: Plotly draws it once, not twice (specviz.figures, "drawn once, not twice")
+    (container or st).plotly_chart(for_browser(fig), key=key, config=config, theme=None, **kw)
 
 
 @st.cache_resource(show_spinner=False, max_entries=3)

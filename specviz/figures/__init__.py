@@ -1,7 +1,9 @@
 """Figure builders: pure functions, trace events in, Plotly figures out. No model calls, no Streamlit."""
+import copy
 import functools
 import html
 import json
+import re
 
 import plotly.graph_objects as go
 import plotly.io as pio
@@ -94,8 +96,67 @@ def md_escape(text: str) -> str:
 
 def build(data: list, layout: dict) -> go.Figure:
     """A figure from trace dicts (or trace objects) and a layout dict, without per-property validation, in the
-    specviz look whatever the process's default template."""
-    return go.Figure(data=data, layout={"template": _TEMPLATE_JSON, **layout}, _validate=False)
+    specviz look whatever the process's default template, ready for the browser (for_browser)."""
+    return go.Figure(data=data, layout=_inline(data, {"template": _TEMPLATE_JSON, **layout}), _validate=False)
+
+
+# ---------------------------------------------------------------- drawn once, not twice
+# Streamlit's chart mounts a new figure with Plotly.newPlot, then (an effect on mount) hands Plotly.react a JSON copy
+# of the same figure. react compares the two: a template object that is a new copy, or data arrays that are new
+# copies, make it lay out and draw the whole chart a second time (counted in headless Chromium with a listener on
+# Plotly's "plotly_beforeplot": two full draws per chart per "Next cycle"). With the template's values written into
+# the layout itself and a fixed `datarevision` (arrays are then compared by revision, not by identity), the copy
+# compares equal and react only restyles. Safe to fix: a changed figure is a new Streamlit element, mounted afresh.
+CARTESIAN = {"bar", "scatter", "scattergl", "heatmap", "histogram", "box", "violin", "contour", "waterfall", "funnel"}
+_AXIS = re.compile(r"[xy]axis\d*")
+
+
+def _under(value, default):
+    """`value` over `default`: dicts merged key by key (value wins), a bare title string taken as its text."""
+    if isinstance(default, dict):
+        if isinstance(value, str):
+            value = {"text": value}
+        if value is None or isinstance(value, dict):
+            out = dict(value or {})
+            for k, d in default.items():
+                out[k] = _under(out.get(k), d)
+            return out
+    return copy.deepcopy(default) if value is None else value
+
+
+def _inline(data: list, layout: dict) -> dict:
+    """The layout with its template's layout written into it (every axis a trace uses, every annotation), template
+    "none", and a fixed datarevision. A template with trace defaults stays (only the datarevision is set)."""
+    layout = dict(layout)
+    template = layout.get("template")
+    if isinstance(template, dict) and not template.get("data"):
+        axes = {k for k in layout if _AXIS.fullmatch(k)}
+        for t in data:
+            t = t if isinstance(t, dict) else t.to_plotly_json()
+            if t.get("type", "scatter") in CARTESIAN:
+                axes |= {"xaxis" + t.get("xaxis", "x")[1:], "yaxis" + t.get("yaxis", "y")[1:]}
+        for key, default in (template.get("layout") or {}).items():
+            if key in ("xaxis", "yaxis"):
+                for axis in axes:
+                    if axis[0] == key[0]:
+                        layout[axis] = _under(layout.get(axis), default)
+            elif key.endswith("defaults"):  # annotationdefaults: every item of layout.annotations
+                items = key[: -len("defaults")] + "s"
+                if layout.get(items):
+                    layout[items] = [_under(item, default) for item in layout[items]]
+            else:
+                layout[key] = _under(layout.get(key), default)
+        layout["template"] = "none"
+    layout.setdefault("datarevision", 1)
+    return layout
+
+
+def for_browser(fig: go.Figure) -> go.Figure:
+    """The same chart, drawn once in the browser (see above). build()'s figures are ready as they are."""
+    if fig.layout.datarevision is not None:
+        return fig
+    spec = fig.to_plotly_json()
+    return go.Figure({**spec, "layout": _inline(spec["data"], spec.get("layout") or {})}, _validate=False)
 
 
 @functools.lru_cache(maxsize=128)
