@@ -171,7 +171,7 @@ def test_for_browser_writes_the_template_into_the_layout():
     fig = make_subplots(rows=1, cols=2, subplot_titles=["left", "right"])
     fig.add_bar(y=[1, 2], row=1, col=1)
     fig.add_scatter(y=[3, 1], row=1, col=2)
-    fig.update_layout(title="a bare title", xaxis2=dict(showgrid=True), template=TEMPLATE)
+    fig.update_layout(title="a bare title", xaxis2=dict(showgrid=True), xaxis3=dict(showline=True), template=TEMPLATE)
     before = fig.to_dict()
     layout = for_browser(fig).to_dict()["layout"]
     look = TEMPLATE.to_plotly_json()["layout"]
@@ -179,10 +179,14 @@ def test_for_browser_writes_the_template_into_the_layout():
     assert layout["font"] == look["font"] and layout["paper_bgcolor"] == "white"
     assert layout["title"]["text"] == "a bare title" and layout["title"]["font"]["weight"] == 600
     for axis in ("xaxis", "xaxis2"):  # every axis the traces use gets the template's axis look
-        assert layout[axis]["linecolor"] == look["xaxis"]["linecolor"] and layout[axis]["title"]["standoff"] == 12
+        assert layout[axis]["title"]["standoff"] == 12 and layout[axis]["zeroline"] is False
+    # ... but a colour that would switch its feature on only where the feature is shown anyway (Plotly's coerce2)
+    assert "linecolor" not in layout["xaxis"] and "tickcolor" not in layout["xaxis"]  # no axis line, no ticks
+    assert layout["xaxis3"]["linecolor"] == look["xaxis"]["linecolor"]  # this axis draws its line itself
     assert layout["yaxis2"]["gridcolor"] == look["yaxis"]["gridcolor"]
     assert layout["xaxis"]["showgrid"] is False and layout["xaxis2"]["showgrid"] is True  # the figure's own value wins
     assert layout["xaxis2"]["domain"] == before["layout"]["xaxis2"]["domain"]
+    assert layout["yaxis"]["gridcolor"] == look["yaxis"]["gridcolor"]  # a value axis: its grid is on by default
     assert [a["font"]["color"] for a in layout["annotations"]] == [look["annotationdefaults"]["font"]["color"]] * 2
     assert [a["font"]["size"] for a in layout["annotations"]] == [16, 16]  # make_subplots' own title size kept
     assert for_browser(fig).to_dict()["data"] == before["data"]

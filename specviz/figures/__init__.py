@@ -124,22 +124,57 @@ def _under(value, default):
     return copy.deepcopy(default) if value is None else value
 
 
+# Plotly reads these axis colours and sizes with coerce2: set in the figure itself they also switch their feature on
+# (a linecolor draws the axis line, a tickcolor the ticks); from a template they only colour it. Written into the
+# layout, each is kept only where its feature is shown anyway: said so by the axis, or Plotly's default for it.
+_SWITCHED_ON_BY = {"linecolor": "showline", "linewidth": "showline", "tickcolor": "ticks", "ticklen": "ticks",
+                   "tickwidth": "ticks", "gridcolor": "showgrid", "gridwidth": "showgrid", "griddash": "showgrid",
+                   "zerolinecolor": "zeroline", "zerolinewidth": "zeroline"}
+ORIENTED = {"bar", "box", "violin", "funnel", "waterfall", "histogram"}  # no grid along their category axis
+MAPS = {"heatmap", "contour", "histogram2d", "histogram2dcontour"}  # ticks outside on both axes
+
+
+def _axis_under(axis, default: dict, shown: dict) -> dict:
+    """An axis over the template's axis defaults as Plotly applies a template; `shown`: Plotly's default for each
+    switch on this axis (see _SWITCHED_ON_BY)."""
+    axis = _under(axis, {k: v for k, v in default.items() if k not in _SWITCHED_ON_BY})
+    for k, switch in _SWITCHED_ON_BY.items():
+        if k in default and k not in axis and (switch in axis or shown[switch]):
+            axis[k] = copy.deepcopy(default[k])
+    return axis
+
+
+def _defaults_shown(data: list) -> dict:
+    """{axis name: {switch: shown by default}}, as Plotly decides from the traces on the axis."""
+    no_grid, ticks = set(), set()
+    for t in data:
+        kind = t.get("type", "scatter")
+        x, y = "xaxis" + t.get("xaxis", "x")[1:], "yaxis" + t.get("yaxis", "y")[1:]
+        if kind in ORIENTED:
+            no_grid.add(y if t.get("orientation") == "h" else x)
+        if kind in MAPS:
+            ticks |= {x, y}
+    return lambda axis: {"showline": False, "ticks": axis in ticks, "showgrid": axis not in no_grid,
+                         "zeroline": axis not in no_grid}
+
+
 def _inline(data: list, layout: dict) -> dict:
     """The layout with its template's layout written into it (every axis a trace uses, every annotation), template
     "none", and a fixed datarevision. A template with trace defaults stays (only the datarevision is set)."""
     layout = dict(layout)
     template = layout.get("template")
     if isinstance(template, dict) and not template.get("data"):
+        data = [t if isinstance(t, dict) else t.to_plotly_json() for t in data]
         axes = {k for k in layout if _AXIS.fullmatch(k)}
         for t in data:
-            t = t if isinstance(t, dict) else t.to_plotly_json()
             if t.get("type", "scatter") in CARTESIAN:
                 axes |= {"xaxis" + t.get("xaxis", "x")[1:], "yaxis" + t.get("yaxis", "y")[1:]}
+        shown = _defaults_shown(data)
         for key, default in (template.get("layout") or {}).items():
             if key in ("xaxis", "yaxis"):
                 for axis in axes:
                     if axis[0] == key[0]:
-                        layout[axis] = _under(layout.get(axis), default)
+                        layout[axis] = _axis_under(layout.get(axis), default, shown(axis))
             elif key.endswith("defaults"):  # annotationdefaults: every item of layout.annotations
                 items = key[: -len("defaults")] + "s"
                 if layout.get(items):
