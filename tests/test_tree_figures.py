@@ -36,6 +36,8 @@ def test_tree_figure_colours_and_path():
     assert star.x[0] == 3 and star.marker.symbol == "star"
     # the accepted path's labels sit above its thick line, the others beside their node
     assert list(next(t for t in fig.data if t.name == "accepted").textposition) == ["top right", "top right"]
+    # the legend above the plot: Plotly's default place for a horizontal one is over the axis title
+    assert fig.layout.legend.y >= 1 and fig.layout.legend.yanchor == "bottom" and fig.layout.xaxis.title.text
 
 
 def test_mask_figure_rows_carry_position_ids():

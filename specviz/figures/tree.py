@@ -100,7 +100,9 @@ def tree_figure(cycle, root_text: str = "context") -> go.Figure:
                        "the accepted path (not drafted)"], hoverinfo="text"))
     fig.update_layout(xaxis=dict(title="depth (drafted position)", dtick=1), yaxis=dict(visible=False),
                       height=max(260, 36 * (1 + sum(1 for n in cycle.nodes if not any(m.parent == n.index for m in cycle.nodes)))),
-                      margin=dict(l=10, r=10, t=30, b=30), legend=dict(orientation="h"))
+                      # legend above the nodes: below them Plotly puts it over the axis title
+                      margin=dict(l=10, r=10, t=40, b=30),
+                      legend=dict(orientation="h", x=1, xanchor="right", y=1.0, yanchor="bottom"))
     return fig
 
 
