@@ -101,18 +101,39 @@ Object.defineProperty(HTMLDivElement.prototype, '_ev', {configurable: true, get(
   set(hub) { this.__ev = hub; window.__plotly.charts++; hub.on('plotly_beforeplot', () => window.__plotly.draws++); }});"""
 
 
+# Clicks "Next cycle" and returns the opacity transition of the first element Streamlit marks stale
+STALE_TRANSITION = """async () => {
+  const button = [...document.querySelectorAll('button')].find(b => b.innerText.includes('Next cycle'));
+  let fade = null;
+  const watch = new MutationObserver(() => {
+    const stale = document.querySelector('[data-stale=true]');
+    if (stale && !fade) { const s = getComputedStyle(stale); fade = {duration: s.transitionDuration, delay: s.transitionDelay}; }
+  });
+  watch.observe(document.body, {subtree: true, attributes: true, attributeFilter: ['data-stale']});
+  button.click();
+  for (let i = 0; i < 300 && !fade; i++) await new Promise(r => setTimeout(r, 10));
+  watch.disconnect();
+  return fade;
+}"""
+
+
 def test_each_new_chart_is_drawn_once(server, browser):
     """Streamlit mounts each new chart, then hands Plotly.react a JSON copy of it: with the template object in the
     figure that copy was drawn whole a second time (64 draws for 32 charts in 10 cycles). specviz.figures.for_browser
-    makes the copy compare equal, so every chart is laid out and drawn once."""
+    makes the copy compare equal, so every chart is laid out and drawn once. And what waits fades in one step."""
     ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
     ctx.add_init_script(COUNT_DRAWS)
     page = ctx.new_page()
     page.goto(f"{server}/Speculative_decoding?mode=sampling&drafter=ngram&seed=3", timeout=180_000)
     page.get_by_role("button", name="Next cycle ⏩").wait_for(timeout=180_000)
     settle(page)
-    for _ in range(3):
+    for _ in range(2):
         click(page, "Next cycle ⏩")
+    # While the rerun runs, the elements not yet redrawn fade: after Streamlit's 0.5 s, in one step (ui.common.STALE_CSS),
+    # not as a 1 s animation the browser must composite frame by frame
+    fade = page.evaluate(STALE_TRANSITION)
+    assert fade and fade["duration"] == "0s" and fade["delay"] == "0.5s", fade
+    settle(page)
     page.wait_for_timeout(1000)  # anything Plotly still had queued
     counts = page.evaluate("window.__plotly")
     assert counts["charts"] >= 6, counts  # the cycles drew charts (verify pass and caches at least, each cycle)

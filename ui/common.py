@@ -107,7 +107,14 @@ def _name_of(prompt: str) -> str:
 CHART_FORMATS = ["png", "svg"]
 
 
+# While a rerun is under way Streamlit fades the elements it has not redrawn yet (opacity to 0.33, after 0.5 s, over
+# 1 s). Faded in 1 s that is an animation: ~60 frames for the browser to composite per wait, and in a classroom the
+# waits are long and the browsers many. Same cue, same 0.5 s grace before it, in one step: one frame.
+STALE_CSS = "<style>[data-stale=true] { transition: opacity 0s linear 0.5s !important; }</style>"
+
+
 def sidebar() -> Settings:
+    st.html(STALE_CSS)  # style only: Streamlit puts it in the page's event container, taking no room
     leave_pages_folder_mode()
     _from_url()
     sb = st.sidebar
