@@ -144,12 +144,17 @@ def _axis_under(axis, default: dict, shown: dict) -> dict:
     return axis
 
 
-def _defaults_shown(data: list) -> dict:
-    """{axis name: {switch: shown by default}}, as Plotly decides from the traces on the axis."""
+def _axes_of(trace: dict) -> tuple[str, str]:
+    """The layout keys of a cartesian trace's axes: x2 -> "xaxis2"."""
+    return "xaxis" + trace.get("xaxis", "x")[1:], "yaxis" + trace.get("yaxis", "y")[1:]
+
+
+def _defaults_shown(data: list):
+    """axis name -> {switch: shown by default}, as Plotly decides from the traces on the axis."""
     no_grid, ticks = set(), set()
     for t in data:
         kind = t.get("type", "scatter")
-        x, y = "xaxis" + t.get("xaxis", "x")[1:], "yaxis" + t.get("yaxis", "y")[1:]
+        x, y = _axes_of(t)
         if kind in ORIENTED:
             no_grid.add(y if t.get("orientation") == "h" else x)
         if kind in MAPS:
@@ -168,7 +173,7 @@ def _inline(data: list, layout: dict) -> dict:
         axes = {k for k in layout if _AXIS.fullmatch(k)}
         for t in data:
             if t.get("type", "scatter") in CARTESIAN:
-                axes |= {"xaxis" + t.get("xaxis", "x")[1:], "yaxis" + t.get("yaxis", "y")[1:]}
+                axes |= set(_axes_of(t))
         shown = _defaults_shown(data)
         for key, default in (template.get("layout") or {}).items():
             if key in ("xaxis", "yaxis"):
