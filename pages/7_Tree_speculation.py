@@ -3,7 +3,7 @@ a tree attention mask, the walk from the root, and the KV cache keeping only the
 
 import streamlit as st
 
-from ui.common import (ON_OFF, chart, controls, encode, figure, get_models, get_replay, keep, link, linked,
+from ui.common import (ON_OFF, chart, controls, encode, figure, get_models, get_replay, link, linked,
                        play_interval, play_speed, play_tick, sidebar, slider)
 
 from specviz.drafters import make_drafter
@@ -34,8 +34,6 @@ MODES = {"greedy": "greedy", "sampling": "sampling (T = 1)"}
 linked("tr_drafter", "drafter", DRAFTERS)  # a link's settings on a first visit, then kept
 linked("tr_mode", "mode", MODES)
 linked("tr_typical", "typical", ON_OFF)
-if "choices" in st.query_params and "tr_choices" not in st.session_state and "_keep_tr_choices" not in st.session_state:
-    st.session_state["tr_choices"] = st.query_params["choices"]  # parsed and checked below like typed text
 c1, c2, c3, c4 = st.columns(4)
 choice = c1.radio("Drafter", list(DRAFTERS.values()), key="tr_drafter", horizontal=True)
 budget = slider(c2, "Verify budget N (nodes)", "tr_budget", 2, 32, 12, "budget")
@@ -54,7 +52,7 @@ if choice == "Medusa heads" and models.medusa is None:
     choice = "EAGLE-2 tree"
 choices = None
 if choice == "Medusa heads":
-    keep("tr_choices")
+    linked("tr_choices", "choices")  # a link's edited list (parsed and checked below like typed text), then kept
     if "tr_choices" not in st.session_state:
         st.session_state["tr_choices"] = repr(list(models.medusa.choices))
     text = st.text_area("medusa_choices: each path (i₁, …, i_d) is head d's i_d-th likeliest token under the node "

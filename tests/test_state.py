@@ -154,3 +154,19 @@ def test_tree_page_link_carries_its_settings_and_they_survive_a_page_switch():
     assert at.radio(key="tr_drafter").value == "chain (feature draft)"
     assert at.radio(key="tr_mode").value == "sampling (T = 1)"
     assert at.session_state["tree"][1] is replay and replay.event == 0
+
+
+def test_tree_page_link_carries_edited_medusa_choices():
+    """An edited medusa_choices list travels in the link (?choices=) and, read through the same ui.common.linked
+    as the page's other settings, survives a page switch; the list a link carries is checked like typed text."""
+    edited = "[(0,), (1,), (0, 0)]"
+    at = app(TREE, drafter="medusa", choices=edited)
+    if at.session_state["tr_drafter"] != "Medusa heads":
+        pytest.skip("this build ships no Medusa heads")
+    assert at.text_area(key="tr_choices").value == edited
+    link = next(c.value for c in at.code if "Tree_speculation?" in c.value)
+    assert "choices=" in link
+    away_and_back(at, TREE)
+    assert at.text_area(key="tr_choices").value == edited
+    bad = app(TREE, drafter="medusa", choices="[(7, 7, 7)]")  # a path whose parent is not listed
+    assert bad.text_area(key="tr_choices").value == "[(7, 7, 7)]" and bad.error  # said so, shipped list used
