@@ -7,6 +7,7 @@ from ui.common import (ON_OFF, bounded, chart, controls, figure, encode, get_mod
 
 from specviz.drafters import ALIASES, LABELS, drafter_choices, make_drafter
 from specviz.figures import spec_cycle as F
+from specviz.figures import speedup as S
 from specviz.metrics import spec_phases, spec_stages, spec_summary
 from specviz.sampling import SamplingConfig
 from specviz.speculative import speculative_steps
@@ -141,3 +142,10 @@ def view():
 
 view()
 play_speed("spec")
+# Outside the cycle's fragment: drawn when the page opens (the browser loads its chart library while the learner
+# reads, not on the first click) and never again while stepping (a Step reruns only the fragment)
+st.markdown(f"**What K = {k} buys.** If each drafted token is accepted with probability $a$, independently, a verify "
+            f"pass yields $1 + a + \\dots + a^{{{k}}} = \\frac{{1 - a^{{{k + 1}}}}}{{1 - a}}$ tokens on average: with every "
+            f"cycle drafting K, the run's *Tokens per verify pass* above comes near the curve at its *Acceptance rate*. "
+            f"The Speedup lab adds what drafting costs.")
+chart(figure(S.what_k_buys, k), key="k_buys")

@@ -98,7 +98,10 @@ def test_speculative_full_cycle_in_browser(server, browser):
 # "plotly_beforeplot" every whole layout-and-draw fires; a react that only restyles does not).
 COUNT_DRAWS = """window.__plotly = {charts: 0, draws: 0};
 Object.defineProperty(HTMLDivElement.prototype, '_ev', {configurable: true, get() { return this.__ev; },
-  set(hub) { this.__ev = hub; window.__plotly.charts++; hub.on('plotly_beforeplot', () => window.__plotly.draws++); }});"""
+  set(hub) { const div = this; div.__ev = hub; div.__draws = 0; window.__plotly.charts++;
+             hub.on('plotly_beforeplot', () => { window.__plotly.draws++; div.__draws++; }); }});"""
+# draws of the chart with Streamlit key `key` (its element carries the class st-key-<key>)
+DRAWS_OF = "key => { const d = document.querySelector(`.st-key-${key} .js-plotly-plot`); return d ? d.__draws : null; }"
 
 
 # Clicks "Next cycle" and returns the opacity transition of the first element Streamlit marks stale
@@ -127,6 +130,10 @@ def test_each_new_chart_is_drawn_once(server, browser):
     page.goto(f"{server}/Speculative_decoding?mode=sampling&drafter=ngram&seed=3", timeout=180_000)
     page.get_by_role("button", name="Next cycle ⏩").wait_for(timeout=180_000)
     settle(page)
+    # the page's "What K buys" chart, outside the cycle's fragment, is drawn when the page opens (before any Step:
+    # the chart library loads while the learner reads) and never again by a Step
+    page.wait_for_function(DRAWS_OF, arg="k_buys", timeout=60_000)
+    assert page.evaluate(DRAWS_OF, "k_buys") == 1
     for _ in range(2):
         click(page, "Next cycle ⏩")
     # While the rerun runs, the elements not yet redrawn fade: after Streamlit's 0.5 s, in one step (ui.common.STALE_CSS),
@@ -138,6 +145,7 @@ def test_each_new_chart_is_drawn_once(server, browser):
     counts = page.evaluate("window.__plotly")
     assert counts["charts"] >= 6, counts  # the cycles drew charts (verify pass and caches at least, each cycle)
     assert counts["draws"] == counts["charts"], counts
+    assert page.evaluate(DRAWS_OF, "k_buys") == 1  # the Steps reran only the fragment
     ctx.close()
 
 

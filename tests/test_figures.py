@@ -137,6 +137,24 @@ def test_verdict_legend_sits_above_the_subplot_titles():
         assert fig["legend"]["y"] > max(a["y"] for a in titles) and fig["legend"]["yanchor"] == "bottom"
 
 
+def test_what_k_buys_names_each_curve_where_it_leaves_the_chart():
+    from specviz.figures.speedup import what_k_buys
+    from specviz.theory import expected_tokens
+
+    fig = what_k_buys(4).to_dict()
+    curves, top = fig["data"], fig["layout"]["yaxis"]["range"][1]
+    assert [d["hovertemplate"].split(",")[0] for d in curves] == ["K = 1", "K = 2", "K = 8", "K = 16", "K = 4"]
+    for d in curves:
+        k = int(d["hovertemplate"].split(",")[0][4:])
+        assert d["y"] == pytest.approx([expected_tokens(a, k) for a in d["x"]])
+    notes = {n["text"]: n for n in fig["layout"]["annotations"]}
+    assert notes["<b>K = 4 (yours)</b>"]["y"] == pytest.approx(expected_tokens(0.99, 4))  # at the right end
+    assert notes["K = 16"]["y"] <= top and notes["K = 16"]["x"] < 0.99  # left through the top: named there
+    assert fig["layout"]["shapes"][0]["y0"] == 5 and "ceiling K + 1 = 5" in notes
+    assert not any(ax.get("automargin") for key, ax in fig["layout"].items() if key[1:5] == "axis")  # drawn once
+    assert what_k_buys(16).to_dict()["layout"]["yaxis"]["range"][1] > 17  # the page's K always fits
+
+
 def test_speedup_charts_colour_each_a_alike():
     from specviz.figures.speedup import improvement, tokens_per_pass
     colors = lambda fig: {t.name: t.line.color for t in fig.data if t.name and t.name.startswith("a = ")}

@@ -9,7 +9,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def figures(at):
-    return [json.loads(e.proto.spec) for e in at.get("plotly_chart")]
+    """The charts of the page's step view (the Speculative page's "What K buys" chart below it left out)."""
+    return [json.loads(e.proto.spec) for e in at.get("plotly_chart") if not e.proto.id.endswith("-k_buys")]
+
+
+def k_buys(at) -> dict:
+    return next(json.loads(e.proto.spec) for e in at.get("plotly_chart") if e.proto.id.endswith("-k_buys"))
 
 
 def no_errors(at):
@@ -77,6 +82,29 @@ def test_speculative_page_steps_back_and_resets(app):
     at.slider(key="sp_k").set_value(2).run()
     no_errors(at)
     assert not figures(at)
+
+
+def test_speculative_page_shows_what_k_buys(app):
+    """Below the step view, before any Step: expected tokens per verify pass against a at the page's K (bold, its
+    ceiling K + 1) beside other K; unchanged by Steps (outside the cycle's fragment), following the K slider."""
+    from specviz.theory import expected_tokens
+
+    at = app
+    at.switch_page("pages/2_Speculative_decoding.py").run()
+    no_errors(at)
+    first = k_buys(at)
+    mine = first["data"][-1]
+    assert mine["line"]["width"] > max(d["line"]["width"] for d in first["data"][:-1])  # the page's K stands out
+    assert mine["y"] == pytest.approx([expected_tokens(a, 4) for a in mine["x"]])
+    assert first["layout"]["shapes"][0]["y0"] == 5 and "K = 4 (yours)" in json.dumps(first["layout"]["annotations"])
+    assert any("What K = 4 buys" in m.value for m in at.markdown)
+    at.button(key="spec_whole").click().run()
+    at.button(key="spec_step").click().run()
+    assert figures(at) and k_buys(at) == first  # a Step leaves it as it was
+    at.slider(key="sp_k").set_value(8).run()
+    now = k_buys(at)
+    assert now["data"][-1]["y"] == pytest.approx([expected_tokens(a, 8) for a in now["data"][-1]["x"]])
+    assert now["layout"]["shapes"][0]["y0"] == 9 and any("What K = 8 buys" in m.value for m in at.markdown)
 
 
 def test_speculative_page_defaults_to_the_feature_draft(app):

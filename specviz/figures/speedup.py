@@ -5,6 +5,7 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 
 from ..theory import best_k, expected_tokens, walltime_improvement
+from . import build
 
 A_FAMILY = (0.5, 0.6, 0.7, 0.8, 0.9)
 
@@ -27,6 +28,35 @@ def tokens_per_pass(a: float, k_max: int = 16) -> go.Figure:
                       legend=dict(orientation="h", x=0, y=-0.18, yanchor="top", font=dict(size=10)),
                       title=dict(text="(1 − a^(K+1)) / (1 − a): diminishing returns in K", x=0, font=dict(size=14)))
     return fig
+
+
+def what_k_buys(k: int, others=(1, 2, 4, 8, 16)) -> go.Figure:
+    """Expected tokens per verify pass against the acceptance rate a, (1 - a^(K+1)) / (1 - a), at the page's K
+    (bold, its ceiling K + 1 dotted) and a few other K (faint), each named at its end: what the "Tokens per verify
+    pass" counter should come near when the run's acceptance rate is a."""
+    a = [i / 100 for i in range(100)]
+    top = max(k + 1, 9)  # larger K's curves leave the top: their rise at high a is the point
+    data, notes = [], []
+    for kk in [o for o in others if o != k] + [k]:
+        mine = kk == k
+        y = [expected_tokens(x, kk) for x in a]
+        data.append(dict(type="scatter", x=a, y=y, mode="lines", showlegend=False,
+                         line=dict(width=3.5, color="#0068c9") if mine else dict(width=1.2, color="#b0bec5"),
+                         hovertemplate=f"K = {kk}, a = %{{x:.2f}}: %{{y:.2f}} tokens per verify pass<extra></extra>"))
+        end = max(i for i, v in enumerate(y) if v <= top)  # where the curve leaves the chart (top or right)
+        notes.append(dict(x=a[end], y=y[end], xanchor="left" if end == len(a) - 1 else "right",
+                          yanchor="middle" if end == len(a) - 1 else "bottom", showarrow=False,
+                          text=f"<b>K = {kk} (yours)</b>" if mine else f"K = {kk}",
+                          font=dict(color="#0068c9" if mine else "#78909c", size=12 if mine else 11)))
+    notes.append(dict(x=0.01, y=k + 1, xanchor="left", yanchor="bottom", showarrow=False,
+                      text=f"ceiling K + 1 = {k + 1}", font=dict(color="#0068c9", size=11)))
+    # margins fixed, not grown by automargin: that lays the chart out a second time after its first draw
+    layout = dict(height=300, margin=dict(l=60, r=95, t=20, b=50), showlegend=False, annotations=notes,
+                  xaxis=dict(title="a: probability a drafted token is accepted", range=[0, 1], automargin=False),
+                  yaxis=dict(title="tokens per verify pass", range=[0, top + 0.5], automargin=False),
+                  shapes=[dict(type="line", xref="x", yref="y", x0=0, x1=1, y0=k + 1, y1=k + 1,
+                               line=dict(dash="dot", color="#0068c9", width=1))])
+    return build(data, layout)
 
 
 def improvement(a: float, c: float, v_of_k=None, k_max: int = 16, measured=None, through=None) -> go.Figure:
