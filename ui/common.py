@@ -500,14 +500,15 @@ ON_OFF = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no"
 
 
 def linked(key: str, param: str, options: dict | None = None) -> None:
-    """Call just before creating a choice widget (radio, selectbox, toggle): on a first visit its value comes
-    from the URL (?param=...) when the link names one of `options` (URL value -> widget value; no options: a text
-    widget, the text as given, checked by the page like typed text); then it is kept across page switches like
-    every setting. keep() comes after the link's value is written: the Steps that follow
-    are fragment reruns, which never run keep() again, so a value kept only later would be lost on a page switch."""
+    """Call just before creating a setting's widget: on a first visit its value comes from the URL (?param=...)
+    when the link names one of `options` (URL value -> widget value; no options: a text widget, given the text as
+    it is, which the page checks like typed text); then it is kept across page switches like every setting.
+    keep() comes after the link's value is written: the Steps that follow are fragment reruns, which never run
+    keep() again, so a value kept only later would be lost on a page switch."""
+    value = st.query_params.get(param)
     first = key not in st.session_state and "_keep_" + key not in st.session_state
-    if first and param in st.query_params and (options is None or st.query_params[param] in options):
-        st.session_state[key] = st.query_params[param] if options is None else options[st.query_params[param]]
+    if first and value is not None and (options is None or value in options):
+        st.session_state[key] = value if options is None else options[value]
     keep(key)
 
 
