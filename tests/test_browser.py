@@ -299,6 +299,37 @@ def test_copied_link_reopens_the_same_screen_in_a_fresh_browser(server, browser)
     fresh.close()
 
 
+def test_browser_back_and_forward_walk_the_steps_then_the_pages(server, browser):
+    """Each Step writes the screen into the address bar, and Streamlit keeps each address in the browser's history:
+    Back shows the screen before (settings, cycle, tokens), down to the page the learner came from; Forward comes
+    back (ui.common._history_visit). Before, the page wrote its current screen over the one Back went to."""
+    from playwright.sync_api import expect
+
+    page = open_page(browser, f"{server}/Beam_search")
+    page.locator("[data-testid=stSidebarNav] a", has_text="Speculative").click()
+    settle(page)
+    pick(page, "Drafter", "n-gram lookup")
+    screens = []
+    for _ in range(2):
+        click(page, "Next cycle ⏩")
+        screens.append((page.url, stage_line(page), chips(page)))
+    assert screens[0][0] != screens[1][0] and "step=" in screens[1][0]
+    for direction, (url, line, tokens) in (("back", screens[0]), ("forward", screens[1])):
+        (page.go_back if direction == "back" else page.go_forward)()
+        settle(page)
+        expect(page.locator("[data-testid=stMarkdownContainer]").filter(has_text="stage:").first).to_have_text(line)
+        assert page.url == url and chips(page) == tokens, direction
+        expect(page.get_by_role("combobox", name="Drafter")).to_have_value("n-gram lookup")
+    for _ in range(6):  # cycle 1, the start, the drafter's default, then the page the learner came from
+        if page.locator("h1").first.inner_text() == "Beam search":
+            break
+        page.go_back()
+        settle(page)
+    expect(page.locator("h1").first).to_have_text("Beam search")
+    expect(page.locator("[data-testid=stException]")).to_have_count(0)
+    page.close()
+
+
 @pytest.mark.browser
 def test_keyboard_steps_back_and_plays(server, browser):
     from playwright.sync_api import expect

@@ -86,6 +86,44 @@ def _copy(src: str, dst: str):
     return cb
 
 
+def _run():
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    return get_script_run_ctx()
+
+
+def _page() -> str:
+    """The page this run draws (Streamlit's page script hash)."""
+    ctx = _run()
+    return ctx.page_script_hash if ctx else ""
+
+
+def _owned(kind: str, key: str) -> None:
+    """Note that `key` (a setting or a replay) belongs to this page: a Back/Forward to it re-reads them from the URL."""
+    st.session_state.setdefault("_owned", {}).setdefault((_page(), kind), set()).add(key)
+
+
+def _history_visit() -> None:
+    """Back or Forward lands on this page at settings and a step this session wrote into the address bar earlier:
+    take them as a link's first visit would. Streamlit keeps every URL change in the browser's history; without
+    this the page wrote its current state back over the one Back went to, and Back did nothing. Only the page's
+    own earlier addresses count, and only when the browser moved in its history (not a click racing the address
+    bar's update): a page switch from the sidebar keeps the state."""
+    ctx, now = _run(), dict(st.query_params)
+    earlier = st.session_state.get("_written", {}).get(_page(), [])
+    if not (ctx and ctx.is_history_navigation) or not now or not earlier or now == earlier[-1] or now not in earlier:
+        return
+    page = ctx.page_script_hash
+    owned = st.session_state.get("_owned", {})
+    for key in owned.get((page, "setting"), ()):
+        st.session_state.pop(key, None)
+        st.session_state.pop("_keep_" + key, None)
+    for name in owned.get((page, "replay"), ()):
+        for suffix in ("", "_step_read", "_playing"):
+            st.session_state.pop(name + suffix, None)
+    st.session_state.pop("s_url_read", None)  # the prompt and chat too
+
+
 def _from_url() -> None:
     """A shared link can carry the prompt (?prompt=...&chat=0); read once, on a session's first run."""
     if st.session_state.get("s_url_read"):
@@ -116,6 +154,7 @@ STALE_CSS = "<style>[data-stale=true] { transition: opacity 0s linear 0.5s !impo
 def sidebar() -> Settings:
     st.html(STALE_CSS)  # style only: Streamlit puts it in the page's event container, taking no room
     leave_pages_folder_mode()
+    _history_visit()
     _from_url()
     sb = st.sidebar
     sb.markdown("### Prompt")
@@ -346,6 +385,7 @@ def get_replay(name: str, params: tuple, factory, phases: int = 1):
     always starts a clean run. On a session's first visit a link's ?step= puts the cursor where the link was."""
     from specviz.replay import Replay
 
+    _owned("replay", name)
     slot = st.session_state.get(name)
     if slot is None or slot[0] != params:
         slot = (params, Replay(recordings().get((name, params), lambda: _one_at_a_time(factory())), phases))
@@ -394,6 +434,10 @@ def _sync_url(name: str, replay) -> str:
     page, params = _url_params(name, replay)
     if dict(st.query_params) != params:
         st.query_params.from_dict(params)
+    earlier = st.session_state.setdefault("_written", {}).setdefault(_page(), [])
+    if not earlier or earlier[-1] != params:
+        earlier.append(params)
+        del earlier[:-500]  # the addresses Back and Forward can reach, bounded
     base = urllib.parse.urlsplit(st.context.url or "http://localhost:8501")
     return urllib.parse.urlunsplit((base.scheme, base.netloc, "/" + page, urllib.parse.urlencode(params), ""))
 
@@ -505,6 +549,7 @@ def linked(key: str, param: str, options: dict | None = None) -> None:
     it is, which the page checks like typed text); then it is kept across page switches like every setting.
     keep() comes after the link's value is written: the Steps that follow are fragment reruns, which never run
     keep() again, so a value kept only later would be lost on a page switch."""
+    _owned("setting", key)
     value = st.query_params.get(param)
     first = key not in st.session_state and "_keep_" + key not in st.session_state
     if first and value is not None and (options is None or value in options):
@@ -516,6 +561,8 @@ def bounded(key: str, lo, hi, default, param: str | None = None, name: str = "")
     """A widget's value from the URL (?param=...) on first visit, or from session state, checked
     against [lo, hi] before the widget sees it: out-of-range or malformed values are clamped with a
     notice instead of crashing the widget."""
+    if param:
+        _owned("setting", key)
     keep(key)
     raw = st.query_params.get(param) if param and key not in st.session_state else None
     value = raw if raw is not None else st.session_state.get(key, default)
