@@ -86,15 +86,11 @@ def _copy(src: str, dst: str):
     return cb
 
 
-def _run():
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-    return get_script_run_ctx()
-
-
 def _page() -> str:
     """The page this run draws (Streamlit's page script hash)."""
-    ctx = _run()
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
     return ctx.page_script_hash if ctx else ""
 
 
@@ -109,11 +105,15 @@ def _history_visit() -> None:
     this the page wrote its current state back over the one Back went to, and Back did nothing. Only the page's
     own earlier addresses count, and only when the browser moved in its history (not a click racing the address
     bar's update): a page switch from the sidebar keeps the state."""
-    ctx, now = _run(), dict(st.query_params)
-    earlier = st.session_state.get("_written", {}).get(_page(), [])
-    if not (ctx and ctx.is_history_navigation) or not now or not earlier or now == earlier[-1] or now not in earlier:
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    if not (ctx and ctx.is_history_navigation):
         return
-    page = ctx.page_script_hash
+    page, now = ctx.page_script_hash, dict(st.query_params)
+    earlier = st.session_state.get("_written", {}).get(page, [])
+    if not now or now not in earlier or now == earlier[-1]:
+        return
     owned = st.session_state.get("_owned", {})
     for key in owned.get((page, "setting"), ()):
         st.session_state.pop(key, None)
@@ -382,7 +382,8 @@ def read_ahead(name: str, replay) -> None:
 def get_replay(name: str, params: tuple, factory, phases: int = 1):
     """This session's Replay (its own cursor) for `name`, over the server's shared recording for these
     parameters; a new cursor whenever the parameters change (slider, prompt, model), so a changed setting
-    always starts a clean run. On a session's first visit a link's ?step= puts the cursor where the link was."""
+    always starts a clean run. On a session's first visit (and on Back or Forward to an earlier address, see
+    _history_visit) a link's ?step= puts the cursor where the link was."""
     from specviz.replay import Replay
 
     _owned("replay", name)
