@@ -98,8 +98,16 @@ class Replay:
             return False
         self.event += 1
         self.phase = self.phases - 1 if whole_event else 0
-        self.recording.fetch_until(self.event + 2)
+        self._look_ahead(self.event + 2)
         return True
+
+    def _look_ahead(self, n: int) -> None:
+        """Record n events if the run has them. A failure here is a later event's: the Recording keeps it and
+        raises it to the Step that needs that event, so the events before it can still be stepped through."""
+        try:
+            self.recording.fetch_until(n)
+        except Exception:
+            pass
 
     def back(self) -> bool:
         if self.event < 0:
@@ -112,19 +120,24 @@ class Replay:
         return True
 
     def to_end(self, limit: int = 10_000) -> None:
-        self.recording.fetch_until(limit)
-        self.event = len(self.events) - 1
-        self.phase = self.phases - 1 if self.event >= 0 else 0
+        """To the last event (the last one recorded when the run fails on the way, then its error)."""
+        try:
+            self.recording.fetch_until(limit)
+        finally:
+            self.event = len(self.events) - 1
+            self.phase = self.phases - 1 if self.event >= 0 else 0
 
     def seek(self, event: int, phase: int = 0) -> None:
         """Walk to (event, phase), clamped to what the run has: a shared link reopens the same screen."""
         self.event, self.phase = -1, 0
         if event < 0:
             return
-        self.recording.fetch_until(event + 2)
+        self._look_ahead(event + 2)
         self.event = min(event, len(self.events) - 1)
         if self.event >= 0:
             self.phase = max(0, min(phase, self.phases - 1))
+        if self.event < event:  # the run ended or failed before the event asked for: a failure is said
+            self.recording.fetch_until(event + 1)
 
     def position(self) -> str:
         """The cursor as a URL value: "3.2" is event 3, phase 2 (both counted from 1); "" before any step."""

@@ -203,3 +203,36 @@ def test_unknown_model_in_the_sidebar_is_a_message_not_a_crash():
     at.session_state["s_target"] = ""  # back to the embedded model: the app still works
     at.run()
     assert not at.exception and at.button(key="spec_step")
+
+
+def test_play_into_an_engine_error_stops_with_a_message(monkeypatch):
+    """An engine that fails mid-run while playing: Play stops, the page says why once, keeps the cycle it had
+    shown and its controls; no traceback, and Step afterwards says it again instead of failing."""
+    import specviz.speculative
+
+    real = specviz.speculative.speculative_steps
+
+    def fails_after_one_cycle(*args, **kwargs):
+        steps = real(*args, **kwargs)
+        yield next(steps)
+        raise SpecVizError("the engine stopped here (test)")
+
+    monkeypatch.setattr(specviz.speculative, "speculative_steps", fails_after_one_cycle)
+    at = page("2_Speculative_decoding")
+    at.session_state["sp_seed"] = 424242  # a recording of its own (the server shares recordings per settings)
+    at.session_state["sp_mode"] = "rejection sampling"
+    at.run()
+    at.button(key="spec_play").click().run()
+    assert at.session_state["spec_playing"]
+    for _ in range(40):  # each run is one Play tick (AppTest runs no timer): through cycle 1's stages
+        at.run()
+        if not at.session_state["spec_playing"]:
+            break
+    assert not at.exception
+    assert not at.session_state["spec_playing"]
+    assert [e.value for e in at.error if "engine stopped here" in e.value]
+    replay = at.session_state["spec"][1]
+    assert (replay.event, replay.phase) == (0, replay.phases - 1)  # cycle 1 played to its last stage, still shown
+    assert at.get("plotly_chart") and at.button(key="spec_back")
+    at.button(key="spec_step").click().run()
+    assert not at.exception and [e.value for e in at.error if "engine stopped here" in e.value]

@@ -35,6 +35,38 @@ def test_back_replays_and_end_is_known_at_the_last_event():
     assert calls == made  # going back and forth replays the record: nothing recomputed
 
 
+
+def fails_at(n):
+    for i in range(n):
+        yield i
+    raise ValueError(f"event {n} failed")
+
+
+def test_a_failing_event_is_reported_by_the_step_that_needs_it_not_before():
+    """The cursor records one event ahead (the end is known at once): a run failing at event 2 still shows
+    events 0 and 1 completely, then every Step past them reports the failure and leaves the cursor where it was."""
+    r = Replay(fails_at(2), phases=2)
+    r.forward()
+    r.forward()
+    r.forward()
+    r.forward()
+    assert (r.event, r.phase) == (1, 1) and not r.at_end  # event 2 was looked ahead for, and failed, silently
+    for _ in range(2):
+        with pytest.raises(ValueError, match="event 2 failed"):
+            r.forward()
+        assert (r.event, r.phase) == (1, 1)
+    r = Replay(fails_at(2), phases=2)
+    with pytest.raises(ValueError, match="event 2 failed"):
+        r.to_end()
+    assert (r.event, r.phase) == (1, 1)  # Run to end stops at the last event the run has
+    r = Replay(fails_at(2), phases=2)
+    r.seek(1, 1)  # a link to the last good event opens it
+    assert (r.event, r.phase) == (1, 1)
+    r = Replay(fails_at(2), phases=2)
+    with pytest.raises(ValueError, match="event 2 failed"):
+        r.seek(4)  # a link past the failure: the last good event, and why it stops there
+    assert r.event == 1
+
 def test_phases_per_event_and_to_end():
     r = Replay(counting(4, []), phases=lambda e: e + 1)
     r.to_end()
