@@ -60,6 +60,11 @@ def test_rare_residual_draw_is_explained_and_escaped():
     assert F.rare_draw_note(cycle(k=4, mode="sampling", origin="resampled", new_p=0.3)) is None
     fig = F.resolution(c).to_dict()
     assert "&lt;b&gt;" in " ".join(fig["data"][0]["x"])  # token text escaped
+    assert "yet it got 70% of the residual" in note  # the residual made it likelier than p did
+    thin = dataclasses.replace(c, residual_top=(TokenProb(9, "y", 0.99997), TokenProb(7, "x", 0.00003)))
+    note = F.rare_draw_note(thin)
+    assert "only 0.003 % of the residual" in note and "0%" not in note and "yet" not in note
+    assert F.resolution(thin).to_dict()["data"][0]["text"] == ["1.000", "3.0e-05"]  # not "0.000"
 
 
 def test_cache_strip_has_rows_and_token_text():

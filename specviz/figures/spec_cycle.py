@@ -207,7 +207,7 @@ def resolution(cycle) -> go.Figure | None:
     r = [t for t in cycle.residual_top if t.prob >= MASS or t.id == cycle.new_token]
     data = [dict(type="bar", x=token_labels([t.text for t in r], [t.id == cycle.new_token for t in r]),
                  y=[t.prob for t in r], marker=dict(color=[RESAMPLED if t.id == cycle.new_token else "#ce93d8" for t in r]),
-                 text=[f"{t.prob:.3f}" for t in r], textposition="outside", cliponaxis=False,
+                 text=[_small(t.prob) for t in r], textposition="outside", cliponaxis=False,
                  name="residual", hovertemplate="%{x}: residual = %{y:.4f}<extra></extra>")]
     title = "4 · Rejected: resample from the residual normalize(max(0, p − q)) (▶: the token drawn)"
     if cycle.residual_fallback:
@@ -233,6 +233,16 @@ def resolution_text(cycle) -> str:
     }.get(cycle.new_origin, "")
 
 
+def _small(x: float) -> str:
+    """A probability as a bar label: 3 decimals, and a tiny one in scientific notation instead of "0.000"."""
+    return f"{x:.3f}" if x >= 0.001 or x == 0 else f"{x:.1e}"
+
+
+def _share(x: float) -> str:
+    """A share in percent with the digits a small one needs (0.3 %, 0.004 %), never a misleading "0 %"."""
+    return f"{x:.0%}" if x >= 0.01 else "less than 0.0001 %" if x < 1e-6 else f"{x * 100:.1g} %"
+
+
 def rare_draw_note(cycle, below: float = 0.01) -> str | None:
     """When the residual produced a token the target itself finds unlikely, say why that is still exact
     (Markdown, escaped); None otherwise."""
@@ -241,8 +251,12 @@ def rare_draw_note(cycle, below: float = 0.01) -> str | None:
     tok = md_escape(label_plain(cycle.new_text))
     share = next((t.prob for t in cycle.residual_top if t.id == cycle.new_token), None)
     one_in = f"about 1 in {round(1 / cycle.new_p):,}" if cycle.new_p > 0 else "almost never"
-    return (f"**A rare token was drawn.** The target gives “{tok}” only p = {cycle.new_p:.4f} here "
-            f"({one_in} draws)" + (f", yet it got {share:.0%} of the residual" if share is not None else "")
+    # "yet" only when the residual made it much likelier than p did; a thin share is a second unlikely draw
+    got = ("" if share is None else f", yet it got {_share(share)} of the residual" if share >= max(0.01, 2 * cycle.new_p)
+           else f", and only {_share(share)} of the residual: an unlikely draw twice over")
+    return (f"**A rare token was drawn.** The target gives “{tok}” only p = "
+            f"{f'{cycle.new_p:.4f}' if cycle.new_p >= 1e-4 else _small(cycle.new_p)} here "
+            f"({one_in} draws)" + got
             + ": after the draft's token is rejected, the residual max(0, p − q) keeps only the mass p has *beyond* "
             "q, which can be a thin tail. Rejections are rare enough that, summed over both paths, every token "
             "still comes out with exactly its probability p — this draw is as likely as plain sampling at this "
