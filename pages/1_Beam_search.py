@@ -67,9 +67,12 @@ def view():
     if step.finished:
         best = step.finished[0]
         g2.text(models.tokenizer.decode(list(best.tokens), skip_special_tokens=True))
-        g2.metric("Total log-prob", f"{best.logprob:.3f}", delta=f"{best.logprob - g_lp:+.3f} vs greedy")
+        same = list(best.tokens) == list(g_ids)  # no arrow for "+0.000": nothing was gained or lost
+        g2.metric("Total log-prob", f"{best.logprob:.3f}", delta="same sequence as greedy" if same else
+                  f"{best.logprob - g_lp:+.3f} vs greedy", delta_color="off" if same else "normal",
+                  delta_arrow="off" if same else "auto")
         if replay.at_end:
-            st.info(beam_vs_greedy(models.tokenizer, g_ids, g_lp, list(best.tokens), best.logprob))
+            st.info(beam_vs_greedy(models.tokenizer, g_ids, g_lp, list(best.tokens), best.logprob, B))
     else:
         g2.caption("Step until a hypothesis finishes (EOS or max new tokens).")
 

@@ -4,9 +4,13 @@ from __future__ import annotations
 from .figures import md_escape
 
 
-def beam_vs_greedy(tokenizer, greedy_ids, greedy_lp, beam_ids, beam_lp) -> str:
+def beam_vs_greedy(tokenizer, greedy_ids, greedy_lp, beam_ids, beam_lp, beams: int) -> str:
+    if beams == 1:  # one beam keeps only the best token each step: greedy itself, whatever the prompt
+        return ("With B = 1, beam search keeps a single hypothesis, the best token at every step: it *is* greedy "
+                "search, so the two match by construction. Raise B to let beam keep tokens that look worse now.")
     if list(greedy_ids) == list(beam_ids):
-        return "Beam search and greedy chose the same sequence here: the locally best token was also globally best."
+        return (f"Beam search and greedy chose the same sequence here: keeping {beams} hypotheses found nothing "
+                "likelier than greedy's locally best tokens (a wider beam, or another prompt, may).")
     branch = next((i for i, (a, b) in enumerate(zip(greedy_ids, beam_ids)) if a != b), min(len(greedy_ids), len(beam_ids)))
     # the sentence is shown as Markdown: escape the model's text
     shared = md_escape(tokenizer.decode(list(greedy_ids[:branch]))[-40:])

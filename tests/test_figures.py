@@ -4,7 +4,7 @@ import dataclasses
 import plotly.graph_objects as go
 import pytest
 
-from specviz.compare import length_penalty_note
+from specviz.compare import beam_vs_greedy, length_penalty_note
 from specviz.figures import spec_cycle as F
 from specviz.figures.beam_tree import distinct_labels, final_ranking, readable
 from specviz.measure import per_position_tests
@@ -216,3 +216,10 @@ def test_for_browser_writes_the_template_into_the_layout():
     go.Figure(for_browser(fig).to_dict())  # still a valid figure
     built = F.verify_pass(cycle(k=4))
     assert for_browser(built) is built  # build() made it ready: nothing to redo per chart
+
+
+def test_beam_vs_greedy_says_b1_is_greedy_and_claims_no_global_optimum():
+    one = beam_vs_greedy(None, [1, 2], -4.4, [1, 2], -4.4, beams=1)
+    assert "B = 1" in one and "greedy" in one and "globally" not in one
+    same = beam_vs_greedy(None, [1, 2], -4.4, [1, 2], -4.4, beams=3)
+    assert "3 hypotheses" in same and "globally best" not in same  # beam search is not exhaustive
