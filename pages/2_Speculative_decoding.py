@@ -124,6 +124,10 @@ def view():
     st.markdown("**Output so far** " + F.chip_legend(), unsafe_allow_html=True)
     st.markdown(F.token_chips(chips) if chips else "<i>nothing yet</i>", unsafe_allow_html=True)
     s = spec_summary(done)
+    # the counters add a cycle when its tokens are decided: say so while one is on screen half-way
+    st.caption(f"Totals over {len(done)} decided cycle{'s' if len(done) != 1 else ''}"
+               + (f" · cycle {cycle.cycle + 1}'s passes and tokens are added at its stage 4, when its new token "
+                  "is decided" if len(done) < len(replay.shown()) else ""))
     m = st.columns(5)
     m[0].metric("Target passes", s["target_passes"],
                 help=f"{s['verify_passes']} verify pass{'es' if s['verify_passes'] != 1 else ''}"

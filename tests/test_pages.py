@@ -45,6 +45,8 @@ def test_speculative_page_steps_back_and_resets(app):
     figs = figures(at)
     assert len(figs) == 1 and figs[0]["layout"]["title"]["text"].startswith("1: ")  # one draft token shown so far
     assert any(m.value.startswith("**1 · The draft proposes") for m in at.markdown)
+    # the counters say which cycles they hold while one is on screen half-way
+    assert any(c.value.startswith("Totals over 0 decided cycles · cycle 1's passes") for c in at.caption)
     for _ in range(3 + 3):  # the other 3 drafts (K=4), then verify, decide, resolve
         at.button(key="spec_step").click().run()
     no_errors(at)
@@ -67,7 +69,7 @@ def test_speculative_page_steps_back_and_resets(app):
     assert cache["layout"]["title"]["text"].startswith("5 · KV caches")
     assert any(t for row in cache["data"][0]["text"] for t in row)  # token text in the cells
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Target passes"] == "1"
+    assert metrics["Target passes"] == "1" and any(c.value == "Totals over 1 decided cycle" for c in at.caption)
     html = " ".join(m.value for m in at.markdown)
     assert 'class="chip"' in html
     # Back replays the recorded trace
