@@ -106,10 +106,15 @@ def view():
         return
     done = replay.shown()
     context = list(ids) + [t for c in done[:-1] for t in c.emitted]
-    st.markdown(f"**Cycle {cycle.cycle + 1}** · {len(cycle.nodes)} nodes · accepted path of {cycle.accepted} "
-                f"+ {cycle.new_origin} token “{cycle.new_text}”" + (" · done" if replay.at_end else ""))
-    chart(figure(tree_figure, cycle, token_text(models.tokenizer, context[-1])), key="tree_fig")
-    chart(figure(mask_figure, cycle), key="mask_fig")
+    st.markdown(f"**Cycle {cycle.cycle + 1}** · " + (f"{len(cycle.nodes)} nodes · accepted path of {cycle.accepted} + "
+                                                     if cycle.nodes else "no tree · ")
+                + f"{cycle.new_origin} token “{md_escape(cycle.new_text)}”" + (" · done" if replay.at_end else ""))
+    if cycle.nodes:
+        chart(figure(tree_figure, cycle, token_text(models.tokenizer, context[-1])), key="tree_fig")
+        chart(figure(mask_figure, cycle), key="mask_fig")
+    else:  # the engine drafts no path past Max new tokens: with one token left there is nothing to draft
+        st.caption(f"No tree this cycle: one token was left of the {max_new} this page generates, so nothing was "
+                   "drafted and the target's one pass gives that token itself, as plain decoding would.")
     st.caption(f"Target KV cache: {cycle.target_cache.before} entries after the verify pass (context + every node) "
                f"→ {cycle.target_cache.after} after the gather (context + the accepted path).")
     tokens = sum(len(c.emitted) for c in done)

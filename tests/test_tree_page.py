@@ -46,6 +46,13 @@ def test_tree_page_steps_and_draws():
     assert hovers and all("path: " in h and "<br>p " in h and ", q " in h for h in hovers)
     assert any("<b>accepted</b>" in h or "<b>rejected</b>" in h for h in hovers)
 
+    at.button(key="tree_end").click().run()  # the defaults' last cycle has one token left: no tree to draft
+    last = at.session_state["tree"][1].current()
+    assert not at.exception and not last.nodes
+    assert any(m.value.startswith(f"**Cycle {last.cycle + 1}** · no tree · ") for m in at.markdown)
+    assert any(c.value.startswith("No tree this cycle") for c in at.caption)
+    assert "tree attention mask (rows attend to columns)" not in figures(at)  # no empty grid of axes
+
 
 def test_chain_vs_tree_measured_and_drawn():
     at = page("What is 2+2?")  # a short answer: the timed runs end in a few cycles
