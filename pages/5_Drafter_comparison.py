@@ -8,7 +8,7 @@ from specviz.drafters import drafter_choices, make_drafter
 from specviz.figures.drafters import speedup_bars, stage_bars, suffix_bars
 from specviz.measure import compare_drafters
 from specviz.repeated import run as repeated_run
-from specviz.stages import staged_breakdown
+from specviz.stages import staged_breakdown, staged_cell, staged_verdict
 
 settings = sidebar()
 st.title("Drafter comparison")
@@ -51,8 +51,10 @@ if rows:
     st.dataframe(df.style.format({"acceptance rate": "{:.0%}", "tokens per verify pass": "{:.2f}",
                                   "speedup vs plain greedy": "{:.2f}×", "seconds": "{:.2f}", "plain seconds": "{:.2f}"}),
                  hide_index=True)
-    st.caption(f"Seconds are medians of {rows[0]['rounds']} interleaved rounds; the speedup range is the lowest and "
-               "highest speedup a single round gave against that round's plain greedy run.")
+    n = rows[0]["rounds"]
+    st.caption((f"Seconds are medians of {n} interleaved rounds; the speedup range is the lowest and highest speedup "
+                "a single round gave against that round's plain greedy run." if n > 1 else
+                "Seconds are from one round (noisy: more rounds give medians and a range)."))
     fig = speedup_bars(rows)
     chart(fig, key="dc_fig")
     st.info("A drafter that rarely agrees with the target costs K draft steps and a wider verify pass for about one "
@@ -90,8 +92,8 @@ elif st.button("Run staged vs the token draft alone", key="dc_staged_run", help=
 staged = st.session_state.get("dc_staged")
 if staged:
     chart(stage_bars(staged), key="dc_staged_fig")
-    table = pd.DataFrame(staged["rows"]).set_index("run").T
-    st.dataframe(table.astype(str))
+    st.table(pd.DataFrame({row["run"]: {name: staged_cell(name, value) for name, value in row.items() if name != "run"}
+                           for row in staged["rows"]}))
     st.caption("Seconds are measured inside the run: the drafter's propose() calls are timed where they happen "
-               "(the staged drafter's inner n-gram lookup separately), the target's share is the rest. Same tokens "
-               "for both drafters (greedy), so fewer draft forwards is the whole gain.")
+               "(the staged drafter's inner n-gram lookup separately), the target's share is the rest. "
+               + staged_verdict(staged["rows"]))

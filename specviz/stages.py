@@ -71,3 +71,33 @@ def staged_breakdown(models, ids: list[int], k: int = 6, max_new: int = 48) -> d
         row["identical"] = row.pop("tokens") == reference
         row["speedup vs plain greedy"] = plain_s / row["total s"]
     return {"k": k, "max_new_tokens": max_new, "plain s": plain_s, "rows": rows}
+
+
+def staged_cell(name: str, value) -> str:
+    """One value of staged_breakdown's rows as the page's table shows it."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if name.endswith(" s"):
+        return f"{value:.3f} s"
+    if name == "speedup vs plain greedy":
+        return f"{value:.2f}×"
+    if name == "tokens per verify pass":
+        return f"{value:.2f}"
+    return f"{int(value):,}"
+
+
+def staged_verdict(rows: list[dict]) -> str:
+    """What the measured rows say (token draft alone first, staged second): the same tokens, so any gain is in
+    the draft model's seconds; said as measured, never assumed."""
+    alone, staged = rows[0], rows[1]
+    a, b = alone["draft model s"], staged["draft model s"]
+    saved = (f"the draft model's time fell from {a:.2f} s to {b:.2f} s ({alone['draft forwards']} → "
+             f"{staged['draft forwards']} draft forwards)" if b < 0.9 * a else
+             f"here the draft model's time is about the same ({a:.2f} s alone, {b:.2f} s staged, with "
+             f"{alone['draft forwards']} and {staged['draft forwards']} draft forwards): on this prompt the first "
+             "stage's guesses saved the draft little")
+    same = "The same tokens for both drafters (greedy), so only the draft's cost can differ: " \
+        if alone["identical"] and staged["identical"] else "⚠ An output differs from plain greedy. "
+    return same + saved + "."

@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import chat
 from specviz.figures.drafters import stage_bars, suffix_bars
-from specviz.stages import Timed, staged_breakdown
+from specviz.stages import Timed, staged_breakdown, staged_cell, staged_verdict
 from test_staged import REFACTOR
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
@@ -64,3 +64,19 @@ def test_drafter_page_runs_the_staged_section():
     stage = next(s for s in specs if s["layout"]["title"]["text"].startswith("Where the time goes"))
     assert [t["name"] for t in stage["data"]] == ["n-gram lookup", "draft model", "target verify"]
     assert len(stage["data"][1]["x"]) == 3  # token draft, staged, plain greedy
+    table = at.table[0].value  # every value formatted for reading: no raw floats, None or True
+    cells = [str(v) for v in table.to_numpy().ravel()]
+    assert all(len(c) < 16 for c in cells) and "None" not in cells and "True" not in cells, cells
+    assert any(c.value.startswith("Seconds are measured") and "draft model's time" in c.value for c in at.caption)
+
+
+@pytest.mark.fast
+def test_staged_table_cells_and_the_verdict_say_what_was_measured():
+    assert [staged_cell(n, v) for n, v in [("total s", 3.698433613), ("draft forwards", 109.0), ("first-stage guesses", None),
+            ("identical", True), ("speedup vs plain greedy", 1.2345), ("tokens per verify pass", 3.0)]] == \
+        ["3.698 s", "109", "—", "yes", "1.23×", "3.00"]
+    alone = {"draft model s": 0.731, "draft forwards": 120, "identical": True}
+    same = staged_verdict([alone, {"draft model s": 0.724, "draft forwards": 104, "identical": True}])
+    assert "about the same" in same and "whole gain" not in same
+    fell = staged_verdict([alone, {"draft model s": 0.30, "draft forwards": 40, "identical": True}])
+    assert "fell from 0.73 s to 0.30 s (120 → 40 draft forwards)" in fell
