@@ -78,7 +78,8 @@ if with_v:
 left, right = st.columns(2)
 chart(container=left, fig=F.tokens_per_pass(a), key="sl_tau")
 measured = st.session_state.get("sl_measured")
-points = [(measured["k"], measured["speedup"], f"measured {measured['speedup']:.2f}×")] if measured else None
+points = ([(measured["k"], measured["speedup"], f"measured {measured['speedup']:.2f}× (a = {measured['a']:.2f}, "
+                                                f"c = {measured['c']:.3f})")] if measured else None)
 through = None
 if measured and st.session_state.get("sl_through"):
     mv, mk_ = measured["v"], measured["k"]
@@ -92,6 +93,11 @@ if measured:
               help="Set a, c and K to the last run's and draw the estimate at its measured a, c, v (red dotted).")
     if st.session_state.get("sl_through"):
         u2.toggle("Show the curve at the measured a, c, v", key="sl_through")
+    elif abs(a - measured["a"]) > 0.005 or abs(c - measured["c"]) > 0.0005:
+        # the point comes from another a and c than the curves: say so, or it reads as off every curve
+        u2.caption(f"The curves are drawn at the sliders' a = {a:g}, c = {c:g}; the red point is a run with "
+                   f"a = {measured['a']:.2f}, c = {measured['c']:.3f}, so it need not sit on them. The button draws the "
+                   "estimate at the run's own a, c and v.")
 
 st.subheader("Measure it on the current prompt")
 models = get_models(settings)

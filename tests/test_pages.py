@@ -203,7 +203,10 @@ def test_speedup_lab_measures_a_real_run(app):
     assert "identical output" in summary and "Medians of 3" in summary  # timed 3 times, not once
     improve = figures(at)[1]
     assert any(d.get("name") == "measured" for d in improve["data"])
-    assert any("measured" in a.get("text", "") for a in improve["layout"]["annotations"])  # label beside, not on, the point
+    assert any("measured" in a.get("text", "") and "(a = " in a.get("text", "")
+               for a in improve["layout"]["annotations"])  # label beside, not on, the point, with its own a and c
+    if abs(at.slider(key="sl_a").value - float(metrics["measured a"])) > 0.005:  # curves at other a, c: said
+        assert any(c.value.startswith("The curves are drawn at the sliders'") for c in at.caption)
     at.button(key="sl_use").click().run()  # the sliders take the run's a, c, K; the estimate at its a, c, v is drawn
     no_errors(at)
     assert abs(at.slider(key="sl_a").value - min(0.99, round(float(metrics["measured a"]), 2))) < 0.011

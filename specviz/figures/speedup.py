@@ -81,7 +81,8 @@ def improvement(a: float, c: float, v_of_k=None, k_max: int = 16, measured=None,
                                          marker=dict(size=14, symbol="star", color="black"), text=[f"best K = {kb}"],
                                          textposition="top center", name="best K (paper)"))
             else:
-                fig.add_annotation(x=k_max / 2, y=0.5, showarrow=False, font=dict(size=14, color="#c62828"),
+                fig.add_annotation(x=0.5, y=0.99, xref="paper", yref="paper", yanchor="top", showarrow=False,
+                                   font=dict(size=14, color="#c62828"), bgcolor="rgba(255,255,255,0.85)",
                                    text=f"a = {av:g} ≤ c = {c:g}: no K pays — don't speculate")
             if v_of_k:
                 ym = [walltime_improvement(av, k, c, v_of_k(k)) for k in ks]
@@ -95,7 +96,8 @@ def improvement(a: float, c: float, v_of_k=None, k_max: int = 16, measured=None,
                                              text=[f"best K = {km} (this machine)"], textposition="top right",
                                              cliponaxis=False, name="best K (machine-aware)"))
                 else:
-                    fig.add_annotation(x=k_max / 2, y=0.3, showarrow=False, font=dict(size=13, color="#c62828"),
+                    fig.add_annotation(x=0.5, y=0.90, xref="paper", yref="paper", yanchor="top", showarrow=False,
+                                       font=dict(size=13, color="#c62828"), bgcolor="rgba(255,255,255,0.85)",
                                        text="with this machine's verify cost v no K pays")
     if through is not None:
         am, cm, vm = through
