@@ -90,13 +90,15 @@ def view():
                 columns = st.columns(len(rows[0]), gap="small")  # every row as wide as the first: same-size charts
                 for i in row[: shown - row.start]:
                     chart(figure(F.draft_proposal, cycle, i), key=f"draft_fig_{i}", container=columns[i - row.start])
-    else:
-        st.caption("The drafter proposed nothing this cycle: the target decodes one token alone, as plain "
-                   "decoding would (still one target pass).")
+    else:  # the stages keep their numbers: 1 and 3 say there was nothing to do
+        st.markdown("**1 · Nothing drafted:** the target decodes one token alone, as plain decoding would (still one "
+                    "target pass).")
     if "verify" in upto:
         chart(figure(F.verify_pass, cycle), key="verify_fig")
     if "decide" in upto:
         chart(figure(F.verdicts, cycle), key="verdict_fig")
+    elif not cycle.k and "resolve" in upto:
+        st.markdown("**3 · Nothing to judge:** no draft token, so no accept test.")
     if "resolve" in upto:
         fig = F.resolution(cycle)
         if fig is not None:

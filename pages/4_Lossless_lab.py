@@ -80,6 +80,7 @@ if st.button("Sample the first tokens both ways", key="ll_run", type="primary"):
     spec, plain = first_positions(models.target, lambda: make_drafter(kind, models, early_exit_layers=4),
                                   models.tokenizer, ids, n, cfg, positions,
                                   progress=lambda f, m: bar.progress(min(f, 1.0), text=m))
+    bar.empty()  # done: the results below replace the progress bar
     st.session_state["ll_real"] = (positions, per_position_tests(spec, plain, positions))
 if "ll_real" in st.session_state:
     shown, tests = st.session_state["ll_real"]

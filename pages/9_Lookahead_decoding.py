@@ -46,11 +46,14 @@ def view():
     jacobi.seek(step.step)  # plain Jacobi after the same number of target passes
     jac = jacobi.current()
     texts = step.texts
-    how = (f"candidate {step.best} matched {step.matched[step.best]} token(s)" if step.best >= 0
+    def n_(count, word):  # "1 token", "2 tokens"
+        return f"{count} {word}{'s' if count != 1 else ''}"
+
+    how = (f"candidate {step.best} matched {n_(step.matched[step.best], 'token')}" if step.best >= 0
            else "no candidate matched" if step.candidates else "nothing to verify yet")
-    st.markdown(f"**Target pass {step.step + 1}** · {how} → {len(step.emitted)} token(s): "
+    st.markdown(f"**Target pass {step.step + 1}** · {how} → {n_(len(step.emitted), 'token')}: "
                 + " ".join(f"“{md_escape(label_plain(texts[x]))}”" for x in step.emitted)
-                + f" · pool {step.pool_size} n-grams" + (" · done" if replay.at_end else ""))
+                + f" · pool {n_(step.pool_size, 'n-gram')}" + (" · done" if replay.at_end else ""))
     # full width: at W = 10 a half-width column leaves no room for the cells' text
     chart(figure(window_figure, step), key="la_window_fig")
     chart(figure(candidates_figure, step), key="la_cand_fig")

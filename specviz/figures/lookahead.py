@@ -56,7 +56,8 @@ def window_figure(step) -> go.Figure:
                      + (" (new to the pool)" if step.fresh[i] else " (already in the pool)") if full else "")
                   for i, x in enumerate(step.outputs)])
     return grid(rows, colors, names, hover, "lookahead window · "
-                + (f"{len(step.new_ngrams)} n-grams down the columns, {step.added} new (dark)" if full
+                + (f"{len(step.new_ngrams)} n-gram{'s' if len(step.new_ngrams) != 1 else ''} down the columns, "
+                   f"{step.added} new (dark)" if full
                    else f"filling: {len(step.levels)} level{'s' if len(step.levels) > 1 else ''}, no n-grams yet"))
 
 
