@@ -74,6 +74,9 @@ def test_serving_page_draws_the_calculations_and_measures():
     assert not at.exception
     roof = [json.loads(e.proto.spec) for e in at.get("plotly_chart")][1]
     assert any("this CPU" in (t.get("name") or "") for t in roof["data"])
+    labels = [x for t in roof["data"] for x in (t.get("text") or []) if "B=" in x and "ridge" not in x]
+    assert labels and all(x[0] in "●◆" for x in labels)  # decode or verify: said on each label
+    assert roof["layout"]["yaxis"]["exponentformat"] == "power"  # one notation (SI stops at T: 10^15 beside 100T)
     assert any("compute-bound at batch" in m.value for m in at.markdown)
 
 

@@ -45,7 +45,8 @@ def roofline(devices, shape, batches, k: int, bytes_per_value: int) -> go.Figure
             pts = [linear_intensity(b, tokens, bytes_per_value) for b in batches]
             fig.add_trace(go.Scatter(x=pts, y=[attainable(x) for x in pts], mode="markers+text", showlegend=False,
                                      marker=dict(color=color, symbol=symbol, size=9),
-                                     text=[f"B={b}" if j in (0, len(batches) - 1) else "" for j, b in enumerate(batches)],
+                                     text=[f"{'●' if tokens == 1 else '◆'}B={b}" if j in (0, len(batches) - 1) else ""
+                                           for j, b in enumerate(batches)],  # which step each label belongs to
                                      textposition="top left", customdata=batches,
                                      hovertemplate=f"{d.name}<br>linear layers, {what}<br>B=%{{customdata}}: "
                                                    "%{x:.1f} FLOP/B<extra></extra>"))
@@ -59,7 +60,8 @@ def roofline(devices, shape, batches, k: int, bytes_per_value: int) -> go.Figure
                                  line=dict(color=color, dash="dot"), text=[f"ridge {ridge:.0f} FLOP/B", ""],
                                  textposition="bottom right", hoverinfo="skip"))
     fig.update_layout(height=380, margin=dict(l=10, r=10, t=40, b=10), xaxis_type="log", yaxis_type="log",
-                      xaxis_dtick=1, yaxis_dtick=1, yaxis_exponentformat="SI",  # powers of 10 only (not 2 and 5 between)
+                      xaxis_dtick=1, yaxis_dtick=1,  # powers of 10 only (not 2 and 5 between), all written
+                      yaxis_exponentformat="power",  # the same way: SI stops at T, so 10¹⁵ came next to 100T
                       xaxis_title="arithmetic intensity (FLOPs per byte read)", yaxis_title="attainable FLOP/s",
                       legend=dict(orientation="h", y=-0.22),
                       title=dict(text=f"Roofline, {shape.name}: ● decode, ◆ verify (linear layers at each B); "
