@@ -39,9 +39,9 @@ rows = [{"model": s.name, "layers": s.layers, "KV heads": s.kv_heads, "head dim"
          f"KV at batch {batch} × {context} (GiB)": S.kv_cache_bytes(s, batch, context, bytes_per_value, beams, prompt,
                                                                      share) / S.GIB,
          "weights (GiB)": s.params * bytes_per_value / S.GIB, "source": s.source} for s in shapes]
-st.dataframe(pd.DataFrame(rows).style.format({"KV per token (KiB)": "{:.1f}", "weights (GiB)": "{:.2f}",
-                                              f"KV at batch {batch} × {context} (GiB)": "{:.2f}"}),
-             hide_index=True, width="stretch")
+# a static table: it wraps the long "source" notes instead of cutting them in a scrolling grid
+st.table(pd.DataFrame(rows).style.format({"KV per token (KiB)": "{:.2f}", "weights (GiB)": "{:.2f}",
+                                          f"KV at batch {batch} × {context} (GiB)": "{:.2f}"}).hide(axis="index"))
 chart(F.kv_memory(S.KNOWN_SHAPES[:2] + [embedded], batch, [512 * 2 ** i for i in range(9)], bytes_per_value,
                             beams, prompt, share, budget_gib=80), key="sv_kv")
 big = S.KNOWN_SHAPES[1]
@@ -126,14 +126,14 @@ if measured:
         f"{measured.get('machine', 'this machine')}; press the button to measure again here)") + ". "
         f"K = {measured['k']}, {measured['max_new_tokens']} new tokens per sequence, the token draft. Every sequence is "
         "checked token for token against batched greedy.")
-    st.dataframe(pd.DataFrame([{
+    st.table(pd.DataFrame([{
         "B": r["batch"], "batched greedy (s)": r["greedy_s"], "batched speculative (s)": r["speculative_s"],
         "measured speedup": r["speedup"], "predicted (a, K, grid)": r["predicted"],
         "predicted (batch's tokens/pass)": r["predicted_ragged"],
         "target passes greedy / spec": f"{r['greedy_target_passes']} / {r['target_passes']}",
         "draft passes": r["draft_passes"], "tokens/pass, mean sequence": r["mean_tokens_per_pass"],
-        "tokens/pass, whole batch": r["batch_tokens_per_pass"], "identical to greedy": r["identical"]}
-        for r in measured["runs"]]).style.format(precision=2), hide_index=True, width="stretch")
+        "tokens/pass, whole batch": r["batch_tokens_per_pass"], "identical to greedy": "yes" if r["identical"] else "NO"}
+        for r in measured["runs"]]).style.format(precision=2).hide(axis="index"))  # static: every column on screen
     worst = measured["runs"][-1]
     if measured.get("conditions"):
         st.caption("Conditions: " + measured["conditions"])
