@@ -109,8 +109,9 @@ def improvement(a: float, c: float, v_of_k=None, k_max: int = 16, measured=None,
         top = max(top, s)
         fig.add_trace(go.Scatter(x=[k], y=[s], mode="markers", marker=dict(size=14, color="#c62828", symbol="circle"),
                                  name="measured", hovertemplate=f"{lab}<extra></extra>"))
-        fig.add_annotation(x=k, y=s, text=lab, showarrow=True, arrowhead=0, ax=45, ay=-28, font=dict(color="#c62828"),
-                           bgcolor="rgba(255,255,255,0.8)")
+        # below right of the point: above it sit the best-K markers of the curves near it
+        fig.add_annotation(x=k, y=s, text=lab.replace(" (", "<br>(", 1), showarrow=True, arrowhead=0, ax=40, ay=36,
+                           xanchor="left", font=dict(color="#c62828"), bgcolor="rgba(255,255,255,0.8)")
     fig.add_hrect(y0=0, y1=1, fillcolor="#c62828", opacity=0.08, line_width=0,
                   annotation_text="slower than plain decoding", annotation_position="bottom right")
     fig.add_hline(y=1, line_dash="dot", line_color="#c62828")
