@@ -135,7 +135,7 @@ def view():
                 help=f"{s['verify_passes']} verify pass{'es' if s['verify_passes'] != 1 else ''}"
                      + (f" + {s['prefill_passes']} prefill pass over the prompt" if s["prefill_passes"] else ""))
     m[1].metric("Draft passes", s["draft_passes"])
-    m[2].metric("Tokens per verify pass", f"{s['mean_acceptance_length']:.2f}",
+    m[2].metric("Tokens per verify pass", f"{s['mean_acceptance_length']:.2f}" if s["verify_passes"] else "—",
                 help="Mean acceptance length: output tokens / verify passes, including each pass's bonus or "
                      "correction token" + (" (the prefill pass is not a verify pass)." if s["prefill_passes"] else "."))
     m[3].metric("Acceptance rate", "—" if s["acceptance_rate"] is None else f"{s['acceptance_rate']:.0%}",

@@ -47,6 +47,7 @@ def test_speculative_page_steps_back_and_resets(app):
     assert any(m.value.startswith("**1 · The draft proposes") for m in at.markdown)
     # the counters say which cycles they hold while one is on screen half-way
     assert any(c.value.startswith("Totals over 0 decided cycles · cycle 1's passes") for c in at.caption)
+    assert {m.label: m.value for m in at.metric}["Tokens per verify pass"] == "—"  # no pass yet: no ratio
     for _ in range(3 + 3):  # the other 3 drafts (K=4), then verify, decide, resolve
         at.button(key="spec_step").click().run()
     no_errors(at)
