@@ -80,3 +80,5 @@ def test_staged_table_cells_and_the_verdict_say_what_was_measured():
     assert "about the same" in same and "whole gain" not in same
     fell = staged_verdict([alone, {"draft model s": 0.30, "draft forwards": 40, "identical": True}])
     assert "fell from 0.73 s to 0.30 s (120 → 40 draft forwards)" in fell
+    rose = staged_verdict([alone, {"draft model s": 0.90, "draft forwards": 104, "identical": True}])
+    assert "rose from 0.73 s to 0.90 s despite fewer draft forwards" in rose
