@@ -38,6 +38,12 @@ def _fixed(layout: dict, **margin) -> dict:
     return layout
 
 
+def _small(x: float, digits: int = 3) -> str:
+    """A probability as a label: `digits` decimals, and a smaller one with two significant digits (0.0043, 3e-05)
+    instead of a misleading 0.00 (min(1, p/q) is a ratio: two tiny values are still worth reading)."""
+    return f"{x:.{digits}f}" if x >= 10 ** -digits or x == 0 else f"{x:.2g}"
+
+
 def _fit(top: float) -> list[float]:
     """A probability axis that fits its bars (room above for the value labels), never past 1.15."""
     return [0, min(1.15, max(top, 0.02) * 1.3)]
@@ -69,7 +75,7 @@ def draft_proposal(cycle, i: int) -> go.Figure:
     size = 11
     data = [dict(type="bar", x=token_labels(t.text for t in top), y=[t.prob for t in top], name=f"q (draft {i + 1})",
                  marker=dict(color=[Q_COLOR if t.id == d.token else "#ffcc80" for t in top]), showlegend=False,
-                 text=[f"{t.prob:.2f}" for t in top], textposition="outside", cliponaxis=False,
+                 text=[_small(t.prob, 2) for t in top], textposition="outside", cliponaxis=False,
                  textfont=dict(size=size),
                  hovertemplate="%{x}: q = %{y:.4f}<extra>draft " + str(i + 1) + "</extra>")]
     layout = dict(height=250, showlegend=False, bargap=0.2,
@@ -107,14 +113,14 @@ def verify_pass(cycle) -> go.Figure:
         ruled = len(cycle.verdicts)  # positions past the first rejection are computed, then discarded
         if greedy:
             colors = [ACCEPTED if a else REJECTED for a in agree]
-            p_text = [f"{t}<br>{p:.2f}" for t, p in zip(draft_text, cycle.p_draft)]
+            p_text = [f"{t}<br>{_small(p, 2)}" for t, p in zip(draft_text, cycle.p_draft)]
         else:
             colors = [P_COLOR] * k
-            p_text = [f"{t}<br>p {p:.2f} · q {d.q:.2f}" for t, p, d in zip(draft_text, cycle.p_draft, cycle.drafts)]
+            p_text = [f"{t}<br>p {_small(p, 2)} · q {_small(d.q, 2)}" for t, p, d in zip(draft_text, cycle.p_draft, cycle.drafts)]
         data = [dict(
             type="bar", x=xs, y=[t.prob for t in cycle.target_top], name="target's top choice: p(top)",
             marker=dict(color="#90caf9"),
-            text=[short_label(pt.text, 8) if dense else f"{t}<br>{pt.prob:.2f}" for t, pt in zip(top_text, cycle.target_top)],
+            text=[short_label(pt.text, 8) if dense else f"{t}<br>{_small(pt.prob, 2)}" for t, pt in zip(top_text, cycle.target_top)],
             textposition="outside", textfont=dict(size=9 if dense else 11),
             cliponaxis=False, customdata=top_text,
             hovertemplate="position %{x}: the target's top choice %{customdata}, p = %{y:.4f}<extra></extra>"), dict(
@@ -233,9 +239,6 @@ def resolution_text(cycle) -> str:
     }.get(cycle.new_origin, "")
 
 
-def _small(x: float) -> str:
-    """A probability as a bar label: 3 decimals, and a tiny one in scientific notation instead of "0.000"."""
-    return f"{x:.3f}" if x >= 0.001 or x == 0 else f"{x:.1e}"
 
 
 def _share(x: float) -> str:
