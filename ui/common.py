@@ -249,7 +249,10 @@ def get_models(settings: Settings):
             return _load_models(*key)
         with slot.status("Loading models… (the first start converts the embedded GGUF, ~20 s)", expanded=False) as box:
             models = _load_models(*key)
-            box.update(label=f"Models ready: target + {models.draft_name}", state="complete")
+            # every drafter the pages offer beside the draft model: the feature draft is the Speculative default
+            heads = [name for name, m in (("feature draft", models.feature_draft), ("Medusa heads", models.medusa))
+                     if m is not None]
+            box.update(label="Models ready: target + " + ", ".join([models.draft_name] + heads), state="complete")
         _loaded().add(key)
         return models
     except SpecVizError as e:
