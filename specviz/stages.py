@@ -93,14 +93,13 @@ def staged_verdict(rows: list[dict]) -> str:
     the draft model's seconds; said as measured, never assumed."""
     alone, staged = rows[0], rows[1]
     a, b = alone["draft model s"], staged["draft model s"]
-    saved = (f"the draft model's time fell from {a:.2f} s to {b:.2f} s ({alone['draft forwards']} → "
-             f"{staged['draft forwards']} draft forwards)" if b < 0.9 * a else
-             f"here the draft model's time rose from {a:.2f} s to {b:.2f} s despite fewer draft forwards "
-             f"({alone['draft forwards']} → {staged['draft forwards']}): checking the guesses cost more than it saved"
-             if b > 1.1 * a and staged["draft forwards"] < alone["draft forwards"] else
-             f"here the draft model's time is about the same ({a:.2f} s alone, {b:.2f} s staged, with "
-             f"{alone['draft forwards']} and {staged['draft forwards']} draft forwards): on this prompt the first "
-             "stage's guesses saved the draft little")
+    forwards = f"{alone['draft forwards']} → {staged['draft forwards']} draft forwards"
+    fewer = " despite fewer draft forwards" if staged["draft forwards"] < alone["draft forwards"] else ""
+    saved = (f"the draft model's time fell from {a:.2f} s to {b:.2f} s ({forwards})" if b < 0.9 * a else
+             f"here the draft model's time rose from {a:.2f} s to {b:.2f} s{fewer} ({forwards}): checking the "
+             "guesses cost more than it saved" if b > 1.1 * a else
+             f"here the draft model's time is about the same ({a:.2f} s alone, {b:.2f} s staged; {forwards}): on "
+             "this prompt the first stage's guesses saved the draft little")
     same = "The same tokens for both drafters (greedy), so only the draft's cost can differ: " \
         if alone["identical"] and staged["identical"] else "⚠ An output differs from plain greedy. "
     return same + saved + "."
