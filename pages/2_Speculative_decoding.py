@@ -11,7 +11,7 @@ from specviz.figures import speedup as S
 from specviz.metrics import spec_phases, spec_stages, spec_summary
 from specviz.sampling import SamplingConfig
 from specviz.speculative import speculative_steps
-from specviz.step import token_text
+from specviz.step import output_pieces, token_text
 
 settings = sidebar()
 st.title("Speculative decoding")
@@ -122,7 +122,9 @@ def view():
 
     done = replay.shown() if "resolve" in upto else replay.shown()[:-1]
     tok = models.tokenizer
-    chips = [(tok.decode([t]), o, t) for c in done for t, o in zip(c.emitted, c.origins)]
+    out = [(t, o) for c in done for t, o in zip(c.emitted, c.origins)]
+    # decoded as a whole: an emoji's byte tokens decoded one by one would read "��"
+    chips = [(piece, o, t) for piece, (t, o) in zip(output_pieces(tok, [t for t, _ in out]), out)]
     st.markdown("**Output so far** " + F.chip_legend(), unsafe_allow_html=True)
     st.markdown(F.token_chips(chips) if chips else "<i>nothing yet</i>", unsafe_allow_html=True)
     s = spec_summary(done)
@@ -130,7 +132,7 @@ def view():
     st.caption(f"Totals over {len(done)} decided cycle{'s' if len(done) != 1 else ''}"
                + (f" · cycle {cycle.cycle + 1}'s passes and tokens are added at its stage 4, when its new token "
                   "is decided" if len(done) < len(replay.shown()) else ""))
-    m = st.columns(5)
+    m = st.columns(6)
     m[0].metric("Target passes", s["target_passes"],
                 help=f"{s['verify_passes']} verify pass{'es' if s['verify_passes'] != 1 else ''}"
                      + (f" + {s['prefill_passes']} prefill pass over the prompt" if s["prefill_passes"] else ""))
@@ -138,9 +140,15 @@ def view():
     m[2].metric("Tokens per verify pass", f"{s['mean_acceptance_length']:.2f}" if s["verify_passes"] else "—",
                 help="Mean acceptance length: output tokens / verify passes, including each pass's bonus or "
                      "correction token" + (" (the prefill pass is not a verify pass)." if s["prefill_passes"] else "."))
-    m[3].metric("Acceptance rate", "—" if s["acceptance_rate"] is None else f"{s['acceptance_rate']:.0%}",
-                help="Accepted / drafted tokens the verifier ruled on (— until something was drafted).")
-    m[4].metric("Target alone would need", f"{s['plain_target_passes']} pass{'es' if s['plain_target_passes'] != 1 else ''}")
+    m[3].metric("Accepted ÷ ruled on", "—" if s["acceptance_rate"] is None else f"{s['acceptance_rate']:.0%}",
+                help="Acceptance rate per drafted token the verifier ruled on: the estimate of a in the speedup "
+                     "formulas. Drafts after a cycle's first rejection are never ruled on.")
+    m[4].metric("Accepted ÷ proposed", "—" if s["draft_acceptance_rate"] is None
+                else f"{s['draft_acceptance_rate']:.0%}",
+                help="Accepted / every drafted token, ruled on or not: vLLM's \"draft acceptance rate\" "
+                     "(spec_decode_num_accepted_tokens ÷ num_draft_tokens). Far below the rate at its left at a "
+                     "large K, where most drafts come after a rejection.")
+    m[5].metric("Target alone would need", f"{s['plain_target_passes']} pass{'es' if s['plain_target_passes'] != 1 else ''}")
     if s["per_position"]:
         st.caption("Acceptance by draft position: " + " · ".join(
             f"{i + 1}: {a:.0%} ({r})" for i, (a, r) in enumerate(zip(s["per_position"], s["reached"]))))
@@ -152,6 +160,6 @@ play_speed("spec")
 # reads, not on the first click) and never again while stepping (a Step reruns only the fragment)
 st.markdown(f"**What K = {k} buys.** If each drafted token is accepted with probability $a$, independently, a verify "
             f"pass yields $1 + a + \\dots + a^{{{k}}} = \\frac{{1 - a^{{{k + 1}}}}}{{1 - a}}$ tokens on average: with every "
-            f"cycle drafting K, the run's *Tokens per verify pass* above comes near the curve at its *Acceptance rate*. "
+            f"cycle drafting K, the run's *Tokens per verify pass* above comes near the curve at its *Accepted ÷ ruled on*. "
             f"The Speedup lab adds what drafting costs.")
 chart(figure(S.what_k_buys, k), key="k_buys")

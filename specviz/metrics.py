@@ -16,6 +16,7 @@ def spec_summary(cycles) -> dict:
         "draft_passes": c.draft_passes,
         "decided": c.decided,
         "acceptance_rate": c.acceptance_rate if c.decided else None,  # None: nothing was ruled on yet
+        "draft_acceptance_rate": c.draft_acceptance_rate if c.drafted else None,  # per proposed token (vLLM's)
         "mean_acceptance_length": c.mean_acceptance_length,  # tokens per verify pass
         "plain_target_passes": c.tokens,  # plain decoding needs one target pass per token
         # only positions the verifier actually reached

@@ -85,9 +85,11 @@ class Replay:
         return self.finished and self.event == len(self.events) - 1 and self.phase == self.phases - 1
 
     def forward(self, whole_event: bool = False) -> bool:
-        """One phase forward (or to the start of the next event). False when nothing is left."""
-        if self.event >= 0 and not whole_event and self.phase < self.phases - 1:
-            self.phase += 1
+        """One phase forward (or to the start of the next event). False when nothing is left. whole_event: the
+        next whole event; from part-way through an event, the rest of that event first (its later phases, the
+        verdicts of a speculative cycle, would otherwise never be shown)."""
+        if self.event >= 0 and self.phase < self.phases - 1:
+            self.phase = self.phases - 1 if whole_event else self.phase + 1
             return True
         # compute one event ahead: the page then knows at once when the run has ended (a dead "Step"
         # button would be a lie), and the next Step has nothing to compute

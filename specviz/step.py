@@ -104,6 +104,26 @@ def token_text(tokenizer, token: int) -> str:
     return re.sub(r"\\x([0-9a-f]{2})", lambda m: f"<0x{m.group(1).upper()}>", shown)
 
 
+def output_pieces(tokenizer, ids) -> list[str]:
+    """Per token, the text it adds to the decoded output, so that "".join(pieces) == decode(ids). Why: an emoji or
+    a CJK character is often several byte-level tokens, and each decoded alone is "\ufffd"; decoding the output as
+    a whole gives a token that stops part-way through a character "" and the token that completes it the whole
+    character. A byte sequence never completed keeps its bytes ("<0xF0>"), as the charts label it."""
+    pieces, done, pending = [], "", []
+    for i in range(len(ids)):
+        text = tokenizer.decode(list(ids[: i + 1]))
+        if text.endswith("\ufffd") or not text.startswith(done):
+            pending.append(i)  # part of a character that the next tokens may complete
+            pieces.append(None)
+            continue
+        for j in pending:
+            pieces[j] = ""
+        pending = []
+        pieces.append(text[len(done):])
+        done = text
+    return [token_text(tokenizer, t) if piece is None else piece for t, piece in zip(ids, pieces)]
+
+
 def _byte_decoder() -> dict[str, int]:
     """GPT-2's byte-to-unicode alphabet, inverted: printable bytes stand for themselves, the rest are
     shifted to code points 256 and up."""

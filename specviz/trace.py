@@ -173,6 +173,12 @@ class Counters:
         return self.accepted / self.decided if self.decided else 0.0
 
     @property
+    def draft_acceptance_rate(self) -> float:
+        """Per proposed token: accepted / drafted, vLLM's "draft acceptance rate". Drafts after the first rejection
+        are never ruled on, so at a large K this is far below acceptance_rate."""
+        return self.accepted / self.drafted if self.drafted else 0.0
+
+    @property
     def mean_acceptance_length(self) -> float:
         """Tokens per verify pass, INCLUDING the correction/bonus token each pass adds (a feature drafter's
         prefill pass over the prompt is not a verify pass: target_passes counts it)."""
@@ -208,6 +214,7 @@ class Result:
             "prefill_passes": c.prefill_passes,
             "mean_acceptance_length": c.mean_acceptance_length,
             "acceptance_rate": c.acceptance_rate,
+            "draft_acceptance_rate": c.draft_acceptance_rate,
             "acceptance_by_position": c.per_position(),
         }
 

@@ -125,6 +125,43 @@ def test_speculative_page_defaults_to_the_feature_draft(app):
     assert metrics["Draft passes"] != {m.label: m.value for m in at.metric}["Draft passes"]
 
 
+def test_the_default_speculative_page_shows_speculation_working_in_cycle_1(app):
+    """First impression: on the page's defaults (default prompt, feature draft, greedy, K = 4) cycle 1 already
+    commits several drafts (a run opening on 0 % reads as "speculation doesn't work")."""
+    at = app
+    at.switch_page("pages/2_Speculative_decoding.py").run()
+    at.button(key="spec_whole").click().run()
+    no_errors(at)
+    verdict = next(f for f in figures(at) if f["layout"]["title"]["text"].startswith("3 ·"))
+    html = " ".join(m.value for m in at.markdown)
+    assert html.count('title="accepted"') >= 2, html
+    assert verdict
+
+
+def test_k_16_names_both_acceptance_rates(app):
+    """At K = 16 most drafts come after a rejection and are never ruled on: accepted ÷ ruled on and vLLM's
+    accepted ÷ proposed differ, and both are shown, named."""
+    at = app
+    at.switch_page("pages/2_Speculative_decoding.py").run()
+    at.slider(key="sp_k").set_value(16).run()
+    for _ in range(3):
+        at.button(key="spec_whole").click().run()
+    no_errors(at)
+    metrics = {m.label: m.value for m in at.metric}
+    ruled, proposed = (int(metrics[k].rstrip("%")) for k in ("Accepted ÷ ruled on", "Accepted ÷ proposed"))
+    assert proposed < ruled
+
+
+def test_next_cycle_from_part_way_shows_the_rest_of_that_cycle(app):
+    at = app
+    at.switch_page("pages/2_Speculative_decoding.py").run()
+    at.button(key="spec_step").click().run()  # cycle 1, draft 1/4
+    at.button(key="spec_whole").click().run()
+    no_errors(at)
+    assert any("**Cycle 1**" in m.value and "stage: *cache*" in m.value for m in at.markdown)
+    assert len(figures(at)) == 7  # 4 drafts, verify, verdicts, caches: cycle 1's verdicts are on screen
+
+
 def test_speculative_sampling_shows_u_and_threshold(app):
     at = app
     at.switch_page("pages/2_Speculative_decoding.py").run()

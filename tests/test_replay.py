@@ -75,6 +75,18 @@ def test_phases_per_event_and_to_end():
     assert (r.event, r.phase) == (3, 2)
 
 
+def test_a_whole_step_from_part_way_finishes_the_event_first():
+    """"Next cycle" pressed at a cycle's first stage shows the rest of THAT cycle (its verdicts), not the next
+    cycle's last stage."""
+    r = Replay(counting(4, []), phases=3)
+    r.forward()
+    assert (r.event, r.phase) == (0, 0)
+    r.forward(whole_event=True)
+    assert (r.event, r.phase) == (0, 2)  # the rest of event 0
+    r.forward(whole_event=True)
+    assert (r.event, r.phase) == (1, 2)  # then a whole event at a time
+
+
 def test_position_round_trips_and_seek_clamps():
     r = Replay(counting(4, []), phases=3)
     assert r.position() == ""

@@ -30,7 +30,8 @@ from specviz.models import pick_device  # noqa: E402
 from specviz.prompting import context_size, encode_prompt  # noqa: E402
 from ui.registry import leave_pages_folder_mode  # noqa: E402
 
-CURATED = {  # the first is the default: a long answer whose first cycles already show drafts accepted
+CURATED = {  # the first is the default: cycle 1 of the default Speculative page accepts all 4 drafts (a test holds it)
+    "Sum a list in Python (chat)": "Write a Python function that returns the sum of a list.",
     "Explain a hash table (chat)": "Explain how a hash table works.",
     "Explain beam search (chat)": "Explain beam search in two sentences.",
     "What is 2+2? (beam beats greedy)": "What is 2+2?",

@@ -315,7 +315,8 @@ def token_chips(tokens_with_origin) -> str:
         tid = f' data-tok="{int(token[0])}"' if token else ""
         shown = html.escape(text.replace("\n", "↵\n"), quote=True)
         color = ORIGIN_COLORS.get(origin, "#777")
-        chips.append(f'<span class="chip"{tid} title="{html.escape(origin)}" style="border-bottom:3px solid {color};'
+        title = html.escape(origin) if text else f"{html.escape(origin)} · a byte token: part of the next character"
+        chips.append(f'<span class="chip"{tid} title="{title}" style="border-bottom:3px solid {color};'
                      f'background:{color}22;padding:1px 2px;margin:0 1px;border-radius:3px;white-space:pre-wrap">{shown}</span>')
     return '<div style="line-height:2;font-family:monospace">' + "".join(chips) + "</div>"
 
