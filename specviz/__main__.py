@@ -6,7 +6,25 @@ import json
 import sys
 
 from .errors import SpecVizError
+from .medusa_choices import parse_choices
 from .prompting import check_text
+
+MAX_HEADS = 64  # the syntax check before the model loads; the heads' own count is checked after
+
+
+def parse_typical(text: str) -> tuple[float, float]:
+    """'0.09,0.3' -> (epsilon, delta), each in (0, 1]: epsilon caps the threshold min(epsilon, delta e^-H(p)), a
+    probability; delta scales e^-H(p), itself at most 1, so a larger delta only leaves epsilon in charge."""
+    parts = text.split(",")
+    try:
+        if len(parts) != 2 or len(text) > 64:
+            raise ValueError
+        eps, delta = (float(x) for x in parts)
+    except ValueError:
+        raise SpecVizError(f"--typical must be EPS,DELTA such as 0.09,0.3; got {text[:64]!r}.") from None
+    if not (0 < eps <= 1 and 0 < delta <= 1):  # NaN fails both comparisons
+        raise SpecVizError(f"--typical: EPS and DELTA must each be in (0, 1]; got {eps}, {delta}.")
+    return eps, delta
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -31,6 +49,12 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--tree-budget", type=int, default=16, help="nodes per tree (EAGLE-2)")
     d.add_argument("--tree-depth", type=int, default=6, help="deepest drafted position of a tree")
     d.add_argument("--tree-width", type=int, default=1, help="a chain tree's tokens per depth (the chain's + runner-ups)")
+    d.add_argument("--medusa-choices", default=None, metavar="LIST",
+                   help="--tree medusa: the tree as a medusa_choices list, e.g. '[(0,), (1,), (0, 0)]' (default: the "
+                        "shipped heads' list)")
+    d.add_argument("--typical", default=None, metavar="EPS,DELTA",
+                   help="--tree medusa: Medusa's typical acceptance (LOSSY under sampling), e.g. 0.09,0.3; at "
+                        "temperature 0 Medusa takes its exact-match branch, so the output is plain greedy's")
     d.add_argument("--window", type=int, default=5, help="lookahead: window W (columns of the Jacobi window)")
     d.add_argument("--ngram", type=int, default=4, help="lookahead: n-gram size N (the window has N - 1 levels)")
     d.add_argument("--guesses", type=int, default=5, help="lookahead: pool n-grams verified per step G")
@@ -64,6 +88,12 @@ def _check(a) -> None:
                                                                 and 1 <= a.tree_width <= 16):
         raise SpecVizError("--tree-budget must be 1..256, --tree-depth 1..32 and --tree-width 1..16; "
                            f"got {a.tree_budget}, {a.tree_depth}, {a.tree_width}.")
+    if (a.medusa_choices is not None or a.typical is not None) and not (a.method == "speculative" and a.tree == "medusa"):
+        raise SpecVizError("--medusa-choices and --typical apply to --method speculative --tree medusa only.")
+    if a.medusa_choices is not None:  # the syntax now, before the model loads; the head count once it has
+        parse_choices(a.medusa_choices, num_heads=MAX_HEADS)
+    if a.typical is not None:
+        parse_typical(a.typical)
     if not 1 <= a.num_samples <= 10_000:
         raise SpecVizError(f"--num-samples must be between 1 and 10000; got {a.num_samples}.")
 
@@ -72,6 +102,7 @@ def decode(a) -> dict:
     # imported here, not at the top: `--help` and bad input answer before torch and transformers load
     from .beam import beam_steps
     from .drafters import drafter_choices, make_drafter
+    from .drafters.medusa import MedusaDrafter
     from .lookahead import lookahead_steps
     from .plain import plain_steps
     from .models import load_models, load_target
@@ -103,9 +134,12 @@ def decode(a) -> dict:
             return run_steps(lookahead_steps(model, tok, ids, a.max_new_tokens, a.window, a.ngram, a.guesses))[1]
         kind = a.drafter or next(iter(drafter_choices(models).values()))  # the best these models have
         drafter = make_drafter(a.tree if a.tree in ("eagle2", "medusa") else kind, models, early_exit_layers=a.early_exit_layers)
+        if a.tree == "medusa" and a.medusa_choices is not None:
+            drafter = MedusaDrafter(models.medusa, parse_choices(a.medusa_choices, models.medusa.num_heads))
         if a.tree != "none":
+            typical = parse_typical(a.typical) if a.typical is not None else None
             return run_steps(tree_speculative_steps(model, drafter, tok, ids, a.max_new_tokens, a.tree_budget,
-                                                    a.tree_depth, a.tree_width, c))[1]
+                                                    a.tree_depth, a.tree_width, c, typical=typical))[1]
         return run_steps(speculative_steps(model, drafter, tok, ids, a.max_new_tokens, a.k, c, a.dynamic_k))[1]
 
     results = [one(a.seed + i) for i in range(a.num_samples)]
@@ -115,6 +149,12 @@ def decode(a) -> dict:
     out["tokens_per_target_pass"] = len(results[0].token_ids) / passes if passes else 0.0
     if a.method == "speculative" and a.tree != "none":
         out.update(tree=a.tree, tree_budget=a.tree_budget, tree_depth=a.tree_depth, tree_width=a.tree_width)
+        if a.tree == "medusa":
+            out.update(medusa_choices=[list(p) for p in (parse_choices(a.medusa_choices, models.medusa.num_heads)
+                                                         if a.medusa_choices is not None else models.medusa.choices)],
+                       typical=list(parse_typical(a.typical)) if a.typical is not None else None,
+                       verify_mode=("typical" if a.typical is not None and cfg.temperature else
+                                    "greedy" if not cfg.temperature else "sampling"))
     if a.num_samples > 1:
         out["samples"] = [r.token_ids for r in results]
     return out

@@ -2,11 +2,15 @@
 token-identical to plain greedy for several choices lists, the shipped heads beat untrained ones on a
 held-out prompt, and typical acceptance (verify.verify_tree_typical) is measurably LOSSY while the exact
 rule is not (verify.first_token_tv)."""
+import time
+
 import pytest
 import torch
 
 from conftest import chat
 from specviz.drafters.medusa import MedusaDrafter, choice_tree, tree_from_choices
+from specviz.errors import SpecVizError
+from specviz.medusa_choices import parse_choices
 from specviz.models import SHIPPED_DRAFT
 from specviz.plain import plain_steps
 from specviz.step import run_steps
@@ -36,8 +40,80 @@ def test_choices_give_the_known_tree():
 def test_choices_truncated_to_budget_and_depth_stay_a_tree():
     assert tree_from_choices(CHOICES, budget=3, depth=9) == [(0,), (1,), (0, 0)]
     assert tree_from_choices(CHOICES, budget=99, depth=1) == [(0,), (1,)]
-    # a path whose parent is not kept is skipped (here (0, 1)'s parent (0,) is cut by the order)
-    assert tree_from_choices(((1,), (0, 1), (0,), (0, 0)), budget=99, depth=9) == [(1,), (0,), (0, 0)]
+
+
+
+def test_choices_do_not_depend_on_the_lists_order():
+    """A child listed before its parent was silently dropped (kept only when its parent was already kept);
+    Medusa sorts the list by (length, path) before building its tree."""
+    assert tree_from_choices([(0, 0), (0,), (1,)], budget=99, depth=9) == [(0,), (1,), (0, 0)]
+    assert tree_from_choices(((1,), (0, 1), (0,), (0, 0)), budget=99, depth=9) == [(0,), (1,), (0, 0), (0, 1)]
+    shuffled = [CHOICES[i] for i in (5, 2, 4, 0, 3, 1)]
+    assert tree_from_choices(shuffled, budget=99, depth=9) == tree_from_choices(CHOICES, budget=99, depth=9)
+    # under a budget the list's order is still its priority: a child listed first brings its parent along
+    assert tree_from_choices([(0, 0), (0,), (1,)], budget=2, depth=9) == [(0,), (0, 0)]
+    assert tree_from_choices([(0, 0, 0), (1,)], budget=2, depth=9) == [(1,)]  # hangs from paths not listed
+    assert tree_from_choices([(2, 0), (2,)], budget=1, depth=9) == [(2,)]  # the path and its parent: 2 > 1 node
+
+
+# ---------------------------------------------------------------- a typed or linked medusa_choices (no model)
+@pytest.mark.parametrize("text", ["[(0,), (1,), (0, 0)]", "[[0], [1], [0, 0]]", "((0,),(1,),(0,0),)", " [ ( 0 ) , (1,) ,(0 ,0 ,) ] ",
+                                  "[(0, 0), (1,), (0,)]"])
+def test_choices_text_in_every_bracket_style(text):
+    assert sorted(parse_choices(text, 4)) == [(0,), (0, 0), (1,)]
+
+
+HOSTILE = [
+    ("-" * 3000 + "1", "no sign"),  # ast.literal_eval: RecursionError (from ~5,000 on, "at most" first)
+    ("-" * 5000 + "1", "at most"),
+    ("-" * 100_000 + "1", "at most"),  # ast.literal_eval: MemoryError
+    ("[" * 1500 + "]" * 1500, "numbers only"),
+    ("(" * 3999, "numbers only"),
+    ("[(0,), (-1,)]", "no sign"),
+    ("[(0,), (+1,)]", "no sign"),
+    ("[(0.5,)]", "'.'"),
+    ("[(1e3,)]", "'e'"),
+    ("[(0,), (99999,)]", "digits"),
+    ("[(0,), (" + "9" * 3900 + ",)]", "digits"),
+    ("[(0,), (1,)] + [(2,)]", "'+'"),
+    ("__import__('os').system('true')", "'_'"),
+    ("[(0,), ()]", "empty path"),
+    ("[(0,), 1]", "outside any path"),
+    ("[(0,) (1,)]", "after a path"),
+    ("[(0,), (1,)", "the end"),
+    ("[(0,), (1,)]]", "after the list"),
+    ("[(0, 1]]", "')'"),
+    ("[(0,,1)]", "expected a number"),
+    ("[,]", "expected a path"),
+    ("", "non-empty"),
+    ("[]", "non-empty"),
+    ("[(0,), (\x00,)]", "U+0000"),
+    ("[(0,), (\u202e1,)]", "U+202E"),  # a right-to-left override
+    ("[(0,), (\u0661,)]", "'\u0661'"),  # an Arabic-Indic one: a digit to str.isdigit, not a rank here
+    ("[(0,)]" + " " * 4000, "at most"),
+    ("[(0,), (0, 0), (5, 0)]", "hangs from (5,)"),  # a parent missing
+    ("[(0,), (0,)]", "twice"),
+    ("[(0,), (10,)]", "0..9"),
+    ("[(0,), (0, 0, 0, 0, 0)]", "only 4 heads"),
+    (repr([(i,) for i in range(10)] + [(i, j) for i in range(10) for j in range(6)]), "at most 64"),
+]
+
+
+@pytest.mark.parametrize("text, needle", HOSTILE, ids=[f"{i}-{ascii(t[:12])}" for i, (t, _) in enumerate(HOSTILE)])
+def test_hostile_choices_text_is_one_line_not_a_crash(text, needle):
+    with pytest.raises(SpecVizError) as e:
+        parse_choices(text, 4)
+    message = str(e.value)
+    assert "\n" not in message and len(message) < 300
+    assert needle.lower() in message.lower(), message
+
+
+def test_a_long_hostile_text_is_refused_before_it_is_read():
+    start = time.perf_counter()
+    for n in (5_000, 100_000, 10_000_000):
+        with pytest.raises(SpecVizError, match="at most"):
+            parse_choices("-" * n + "1", 4)
+    assert time.perf_counter() - start < 1.0
 
 
 # ---------------------------------------------------------------- typical acceptance (no model)

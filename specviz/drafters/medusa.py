@@ -72,16 +72,24 @@ class MedusaHeads(torch.nn.Module):
 
 
 def tree_from_choices(choices, budget: int, depth: int) -> list[tuple[int, ...]]:
-    """The paths kept: in the list's order, a path is kept when it is at most `depth` long, its parent
-    (the path less its last entry) was kept, and fewer than `budget` are kept; returned parents-first
-    (by length, then the list's order), the order of the tree's nodes."""
-    kept: list[tuple[int, ...]] = []
+    """The paths kept, whatever order the list gives parents and children in. In the list's order (its
+    priority: the shipped list is best-first), a path at most `depth` long whose ancestors are all in the
+    list is kept together with those ancestors not kept yet, when all of them fit in `budget` nodes. Returned
+    sorted by (length, path) as Medusa's generate_medusa_buffers sorts them: parents before children (the
+    tree's node order) and, among siblings, the likelier candidate first (the order the verifier tries them).
+    Keeping a path only when its parent was kept BEFORE it silently dropped a child listed first."""
+    listed = {tuple(p) for p in choices}
+    kept: set[tuple[int, ...]] = set()
     for path in map(tuple, choices):
-        if len(kept) >= budget:
-            break
-        if 1 <= len(path) <= depth and path not in kept and (len(path) == 1 or path[:-1] in kept):
-            kept.append(path)
-    return sorted(kept, key=len)  # sorted() is stable: the list's order within a depth
+        if not 1 <= len(path) <= depth or path in kept:
+            continue
+        line = [path[:d] for d in range(1, len(path) + 1)]  # the path and its ancestors, root's child first
+        if any(a not in listed for a in line):
+            continue  # hangs from nothing: parse_choices refuses such a list with a message
+        new = [a for a in line if a not in kept]
+        if len(kept) + len(new) <= budget:
+            kept.update(new)
+    return sorted(kept, key=lambda p: (len(p), p))
 
 
 def choice_tree(paths: list[tuple[int, ...]], top_ids: torch.Tensor, top_q: torch.Tensor) -> TokenTree:
