@@ -114,14 +114,28 @@ def _check_fits(path: pathlib.Path, dtype: torch.dtype) -> None:
             f"{available / 2**30:.1f} GiB is free: pick a smaller model.")
 
 
+MAX_MODEL_NAME = 1024  # characters: Hub ids are ~100, a deep local path a few hundred
+
+
+def _short(name: str, n: int = 80) -> str:
+    """A name for a one-line message: the first n characters of a long one."""
+    return repr(name) if len(name) <= n else repr(name[:n]) + f"… ({len(name):,} characters)"
+
+
 def resolve_local(name: str) -> pathlib.Path:
     """A local folder, or a Hub id found in the local Hugging Face cache. Downloading is allowed only
     when HF_HUB_OFFLINE is not set (tests and this machine run offline)."""
+    if len(name) > MAX_MODEL_NAME:  # a path that long cannot exist (the OS raises "File name too long")
+        raise SpecVizError(f"The model name has {len(name):,} characters; the limit is {MAX_MODEL_NAME:,}.")
     p = pathlib.Path(name).expanduser()
-    if p.is_dir():
+    try:
+        is_dir = p.is_dir()
+    except (OSError, ValueError) as e:  # a component longer than the file system allows, a NUL byte
+        raise SpecVizError(f"No model folder at {_short(name)} ({type(e).__name__}).") from None
+    if is_dir:
         return p
     if p.suffix or name.startswith((".", "/", "~")):
-        raise SpecVizError(f"No model folder at {name!r}.")
+        raise SpecVizError(f"No model folder at {_short(name)}.")
     from huggingface_hub import snapshot_download
 
     offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false")
@@ -131,7 +145,7 @@ def resolve_local(name: str) -> pathlib.Path:
             allow_patterns=["*.json", "*.safetensors", "*.txt", "*.model", "tokenizer*"]))
     except Exception as e:  # the hub client raises many kinds; all mean "not available"
         raise SpecVizError(
-            f"Model {name!r} is not available{' offline' if offline else ''}: "
+            f"Model {_short(name)} is not available{' offline' if offline else ''}: "
             f"give a local folder or a Hub id already in the cache ({type(e).__name__}).") from None
 
 

@@ -26,7 +26,7 @@ from specviz.figures import for_browser, md_escape  # noqa: E402
 import plotly.io as pio  # noqa: E402
 
 pio.templates.default = "specviz"  # over Streamlit's, set when streamlit was imported (specviz.figures.TEMPLATE)
-from specviz.models import pick_device  # noqa: E402
+from specviz.models import MAX_MODEL_NAME, pick_device  # noqa: E402
 from specviz.prompting import context_size, encode_prompt  # noqa: E402
 from ui.registry import leave_pages_folder_mode  # noqa: E402
 
@@ -180,10 +180,10 @@ def sidebar() -> Settings:
         target = _persist("s_target", "")
         draft = _persist("s_draft", "")
         _widget("w_target", "s_target")
-        st.text_input("Target (Hub id or local folder; empty = embedded)", key="w_target",
+        st.text_input("Target (Hub id or local folder; empty = embedded)", key="w_target", max_chars=MAX_MODEL_NAME,
                       on_change=_copy("w_target", "s_target"))
         _widget("w_draft", "s_draft")
-        st.text_input("Draft (Hub id or local folder; empty = default)", key="w_draft",
+        st.text_input("Draft (Hub id or local folder; empty = default)", key="w_draft", max_chars=MAX_MODEL_NAME,
                       on_change=_copy("w_draft", "s_draft"))
     _persist("s_chart_format", "png")
     _widget("w_chart_format", "s_chart_format")

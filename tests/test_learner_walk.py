@@ -1,0 +1,48 @@
+"""Issue 35's learner walk: inputs and texts a learner met in the browser that crashed or read wrong."""
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def page(name):
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    at.run()
+    at.switch_page(f"pages/{name}.py")
+    return at
+
+
+def test_a_5000_character_model_name_is_a_message_not_a_crash():
+    """It raised OSError "File name too long" and left the status box at "Loading models…"."""
+    from specviz.errors import SpecVizError
+    from specviz.models import resolve_local
+
+    for name in ("a" * 5000, "x/" * 3000, "/" + "b" * 300):
+        with pytest.raises(SpecVizError) as e:
+            resolve_local(name)
+        assert len(str(e.value)) < 300  # one line, not the name again in full
+    at = page("2_Speculative_decoding")
+    at.session_state["s_target"] = "m" * 5000
+    at.run()
+    assert not at.exception and any("limit" in e.value for e in at.error)
+    at.text_input(key="w_target").set_value("").run()  # the learner clears the box: the app works again
+    assert not at.exception and at.button(key="spec_step")
+
+
+def test_output_chips_decode_emoji_and_cjk_as_a_whole(embedded):
+    """Each byte token decoded alone is U+FFFD: the chips read "�������" while the text was "世界 😀"."""
+    from specviz.figures.spec_cycle import token_chips
+    from specviz.step import output_pieces
+
+    tok = embedded[1]
+    text = "Hello 世界 😀 naïve"
+    ids = tok(text)["input_ids"]
+    pieces = output_pieces(tok, ids)
+    assert "".join(pieces) == tok.decode(ids) and "\ufffd" not in "".join(pieces)
+    assert "世" in pieces and any("😀" in p for p in pieces)
+    html = token_chips([(p, "accepted", t) for p, t in zip(pieces, ids)])
+    assert "\ufffd" not in html and "😀" in html
+    # a character cut off at the end of the output keeps its bytes, as the charts label them
+    assert output_pieces(tok, tok("😀")["input_ids"][:1])[0].startswith("<0x")
