@@ -44,6 +44,21 @@ def test_verify_pass_shows_top_choice_and_p_draft():
     assert len(top["x"]) == 5 and len(pd["x"]) == 4 and pd["y"][0] == 0.09
 
 
+def test_verdicts_have_a_cue_beside_red_and_green():
+    """A colour-blind learner tells a match from a mismatch by ✓/✗ and a hatch, and the chips' origins by the
+    underline's style, not by colour alone."""
+    fig = F.verify_pass(cycle(k=4)).to_dict()  # every draft differs from the target's top choice here
+    pd = next(d for d in fig["data"] if d["name"] == "p(draft token)")
+    assert pd["marker"]["pattern"]["shape"] == ["x"] * 4 and all(t.startswith("✗") for t in pd["text"])
+    fig = F.verdicts(cycle(k=4, mode="sampling")).to_dict()
+    test = next(d for d in fig["data"] if d["name"] == "min(1, p/q)")
+    assert test["marker"]["pattern"]["shape"] == "x"  # rejected
+    chips = F.token_chips([("a", "accepted"), ("b", "correction"), ("c", "bonus"), ("d", "resampled")])
+    styles = {s.split("border-bottom:3px ")[1].split(" ")[0] for s in chips.split('class="chip"')[1:]}
+    assert len(styles) == 4  # four origins, four line styles
+    assert len({s.split("border-bottom:3px ")[1].split(" ")[0] for s in F.chip_legend().split("<span")[1:]}) >= 4
+
+
 def test_greedy_verdicts_have_no_accept_row_and_fit_the_axis():
     fig = F.verdicts(cycle(k=4)).to_dict()
     assert not any(d["name"] in ("u", "min(1, p/q)") for d in fig["data"])

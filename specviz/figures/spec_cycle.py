@@ -11,6 +11,9 @@ from . import (ACCEPTED, BONUS, CORRECTION, P_COLOR, Q_COLOR, REJECTED, RESAMPLE
 
 ORIGIN_COLORS = {"accepted": ACCEPTED, "resampled": RESAMPLED, "bonus": BONUS, "correction": CORRECTION,
                  "target": "#607d8b", "prompt": "#9e9e9e"}
+# the chips' second cue beside colour (a colour-blind learner): each origin underlined in its own line style
+ORIGIN_LINES = {"accepted": "solid", "resampled": "dotted", "bonus": "double", "correction": "dashed",
+                "target": "solid", "prompt": "solid"}
 
 
 PER_ROW = 8  # subplots per row: K = 16 wraps onto two rows instead of squeezing titles into one line
@@ -111,9 +114,12 @@ def verify_pass(cycle) -> go.Figure:
         agree = [d.token == cycle.target_top[i].id for i, d in enumerate(cycle.drafts)]
         greedy = cycle.verify_mode == "greedy"
         ruled = len(cycle.verdicts)  # positions past the first rejection are computed, then discarded
+        # a second cue beside red/green, for a colour-blind learner: ✓/✗ on the bar and a hatch on a mismatch
+        patterns = [""] * k
         if greedy:
             colors = [ACCEPTED if a else REJECTED for a in agree]
-            p_text = [f"{t}<br>{_small(p, 2)}" for t, p in zip(draft_text, cycle.p_draft)]
+            patterns = ["" if a else "x" for a in agree]
+            p_text = [f"{'✓' if a else '✗'} {t}<br>{_small(p, 2)}" for t, p, a in zip(draft_text, cycle.p_draft, agree)]
         else:
             colors = [P_COLOR] * k
             p_text = [f"{t}<br>p {_small(p, 2)} · q {_small(d.q, 2)}" for t, p, d in zip(draft_text, cycle.p_draft, cycle.drafts)]
@@ -125,13 +131,13 @@ def verify_pass(cycle) -> go.Figure:
             cliponaxis=False, customdata=top_text,
             hovertemplate="position %{x}: the target's top choice %{customdata}, p = %{y:.4f}<extra></extra>"), dict(
             type="bar", x=xs[:k], y=list(cycle.p_draft), name="p(draft token)",
-            marker=dict(color=colors, opacity=[1 if i < ruled else 0.35 for i in range(k)]),
+            marker=dict(color=colors, opacity=[1 if i < ruled else 0.35 for i in range(k)], pattern=dict(shape=patterns)),
             textposition="outside", cliponaxis=False, customdata=draft_text[:k],
             hovertemplate="position %{x}: p(draft %{customdata}) = %{y:.4f}<extra></extra>",
             **({} if dense else dict(text=p_text)))]
         layout = dict(
             height=300, barmode="group", bargap=0.25, yaxis=dict(range=[0, 1.3], title=dict(text="p (target)"), tickvals=[0, 0.5, 1]),
-            xaxis=dict(title=dict(text=("position in this pass (green: draft = target's top choice, red: it is not; faded: "
+            xaxis=dict(title=dict(text=("position in this pass (green ✓: draft = target's top choice, red ✗ hatched: it is not; faded: "
                               "after the first mismatch, computed but discarded)") if greedy else
                              "position in this pass (the draft token is kept with probability min(1, p/q); faded: "
                              "after the first rejection, computed but discarded)"), type="category"),
@@ -187,7 +193,8 @@ def verdicts(cycle) -> go.Figure:
         if not greedy:
             color = ACCEPTED if v.accepted else REJECTED
             test = cells[2 * r - 1][c - 1]
-            data.append(dict(type="bar", x=[v.accept_prob], y=[""], orientation="h", marker=dict(color=color),
+            data.append(dict(type="bar", x=[v.accept_prob], y=[""], orientation="h",
+                             marker=dict(color=color, pattern=dict(shape="" if v.accepted else "x")),
                              opacity=0.5, name="min(1, p/q)", showlegend=i == 0, legendgroup="a",
                              hovertemplate="accept probability min(1, p/q) = %{x:.3f}<extra></extra>", **ref(test)))
             data.append(dict(type="scatter", x=[v.u], y=[""], mode="markers",
@@ -316,11 +323,11 @@ def token_chips(tokens_with_origin) -> str:
         shown = html.escape(text.replace("\n", "↵\n"), quote=True)
         color = ORIGIN_COLORS.get(origin, "#777")
         title = html.escape(origin) if text else f"{html.escape(origin)} · a byte token: part of the next character"
-        chips.append(f'<span class="chip"{tid} title="{title}" style="border-bottom:3px solid {color};'
+        chips.append(f'<span class="chip"{tid} title="{title}" style="border-bottom:3px {ORIGIN_LINES.get(origin, "solid")} {color};'
                      f'background:{color}22;padding:1px 2px;margin:0 1px;border-radius:3px;white-space:pre-wrap">{shown}</span>')
     return '<div style="line-height:2;font-family:monospace">' + "".join(chips) + "</div>"
 
 
 def chip_legend() -> str:
-    return " ".join(f'<span style="border-bottom:3px solid {c};background:{c}22;padding:1px 4px">{html.escape(k)}</span>'
-                    for k, c in ORIGIN_COLORS.items() if k != "prompt")
+    return " ".join(f'<span style="border-bottom:3px {ORIGIN_LINES[k]} {c};background:{c}22;padding:1px 4px">'
+                    f'{html.escape(k)}</span>' for k, c in ORIGIN_COLORS.items() if k != "prompt")
