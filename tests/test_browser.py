@@ -444,3 +444,21 @@ def test_trace_json_and_chart_image_export(server, browser):
     chart.hover()
     expect(chart.locator(".modebar-btn[data-title*='Download plot']")).to_have_count(1)
     page.close()
+
+
+def test_the_controls_stay_in_reach_on_a_laptop_screen(server, browser):
+    """At 1280×720 a cycle's result is below the fold: scrolled down to it, the Step button is still on screen."""
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    page.goto(f"{server}/Speculative_decoding", timeout=180_000)
+    page.wait_for_selector("[data-testid=stSidebar] textarea", timeout=180_000)
+    settle(page)
+    click(page, "Next cycle ⏩")
+    page.get_by_text("KV caches").first.wait_for(timeout=60_000)
+    page.mouse.move(700, 500)
+    page.mouse.wheel(0, 1200)  # down to the verdicts and the caches
+    page.wait_for_timeout(800)
+    box = page.get_by_role("button", name="Step ▶").first.bounding_box()
+    assert box and 0 <= box["y"] and box["y"] + box["height"] <= 720, box
+    assert page.get_by_text("KV caches").first.bounding_box()["y"] < 720  # and the result is what is on screen
+    click(page, "Step ▶")  # usable where it is
+    page.close()

@@ -149,7 +149,13 @@ CHART_FORMATS = ["png", "svg"]
 # While a rerun is under way Streamlit fades the elements it has not redrawn yet (opacity to 0.33, after 0.5 s, over
 # 1 s). Faded in 1 s that is an animation: ~60 frames for the browser to composite per wait, and in a classroom the
 # waits are long and the browsers many. Same cue, same 0.5 s grace before it, in one step: one frame.
-STALE_CSS = "<style>[data-stale=true] { transition: opacity 0s linear 0.5s !important; }</style>"
+STALE_CSS = ("<style>[data-stale=true] { transition: opacity 0s linear 0.5s !important; }"
+             # A step page's control row stays at the top of the window while the learner scrolls down to the
+             # Step's result (on a 1280×720 laptop every result is below the fold): sticky, just under the
+             # app's header, on the page's own background
+             "div:has(> div[class*='st-key-'][class*='_controls']) {"
+             " position: sticky; top: 3.75rem; z-index: 50; background: var(--st-background-color, #fff);"
+             " padding: 0.35rem 0; }</style>")
 
 
 def sidebar() -> Settings:
