@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import pathlib
+import re
 from dataclasses import dataclass
 
 import yaml
@@ -68,10 +69,17 @@ def topics() -> list[str]:
     return sorted({q.topic for q in qs} | {m.topic for m in ms})
 
 
+def verdict_answer(correct: str) -> str:
+    """A misconception's quiz answer: the verdict once, in bold, then the correction. A correction that
+    opens with its own "False." (or "False:", "False,") is not given a second one."""
+    body = re.sub(r"^\s*\**false\b\**\s*[.:,;]?\**\s*", "", correct, flags=re.IGNORECASE)
+    return f"**False.** {body}"
+
+
 def quiz_items(chosen_topics=()) -> list[QuizItem]:
     """Every question and every misconception (as 'true or false?'), filtered by topic when any are chosen."""
     qs, ms = load()
     items = [QuizItem(q.id, q.topic, q.level, q.question, q.answer, q.source, q.page) for q in qs]
-    items += [QuizItem(m.id, m.topic, m.level, f"True or false? “{m.claim}”", f"**False.** {m.correct}", m.source,
+    items += [QuizItem(m.id, m.topic, m.level, f"True or false? “{m.claim}”", verdict_answer(m.correct), m.source,
                        m.page) for m in ms]
     return [i for i in items if not chosen_topics or i.topic in chosen_topics]
