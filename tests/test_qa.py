@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ui.registry import PAGES as REGISTERED
-from specviz.qa import LEVELS, load, quiz_items, topics
+from specviz.qa import LEVELS, load, quiz_items, topics, verdict_answer
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.fast
@@ -68,7 +68,9 @@ def test_the_seed_errors_appear_as_flagged_misconceptions():
     assert "from the target's p" in claims and "never be greedy" in claims and "approximate" in claims
     assert "flops" in claims
     greedy = next(m for m in ms if "never be greedy" in m.claim)
-    assert greedy.correct.startswith("False") and "holds only" not in greedy.correct  # simply false (item 21)
+    quiz = next(i for i in quiz_items() if i.id == greedy.id).answer
+    # simply false (issue 20, item 21), and the verdict said once (issue 35, item 27)
+    assert quiz.startswith("**False.** Greedy verification") and "holds only" not in greedy.correct
     resample = next(m for m in ms if "from the target's p" in m.claim)
     assert "max(0, p - q)" in resample.correct
 
@@ -125,6 +127,186 @@ def test_review_defects_are_gone():
     assert "typical acceptance" in mc and "BiLD" in mc and "assistant_ensemble_weight" in mc
 
 
+def question(qid):
+    return next(q for q in load()[0] if q.id == qid)
+
+
+def misconception(mid):
+    return next(m for m in load()[1] if m.id == mid)
+
+
+def flat(text):
+    return " ".join(text.split())
+
+
+def test_issue_35_item_11_batch_64_gain_shrinks_not_vanishes():
+    """At batch 64 the gain shrinks, it does not vanish; why, and measure."""
+    b = answer("spec-at-batch-64")
+    assert "small or no gain" not in b and "1.08" in b and "does not vanish" in b and "1.38× throughput at batch 64" in b
+    assert "below the datasheet peak" in b and "rejected draft" in b and "draft's own passes" in b and "measure" in b
+    # the same correction where the bank says it in passing
+    assert "need not vanish" in flat(misconception("mc-large-batch").correct)
+    assert "Near the ridge" in answer("batch-size") and "compute-bound, so verifying" not in answer("batch-size")
+
+
+def test_issue_35_item_12_draft_numbers_name_their_setting():
+    """Literature figures with their setting."""
+    g = answer("good-draft-numbers")
+    assert "EAGLE-1 era" in g and "4 to 5.5" in g and "6 to 6.5" in g and "(T = 0)" in g and "batch 1" in g
+    assert "K ≈ 3" in g and "2.5 to 3.5" in g
+
+
+def test_issue_35_item_13_tree_rule_for_iid_and_one_hot_children():
+    """The i.i.d. rule and the one-hot (top-k) rule, in the tree answer and the longest-path misconception."""
+    for t in (answer("tree"), flat(misconception("mc-longest-path").correct)):
+        assert "i.i.d." in t and "one-hot" in t and "current $p(x)$" in t and "renormalise" in t
+    assert "Top-k trees (EAGLE, Medusa, and this app's trees)" in answer("tree")
+
+
+def test_issue_35_item_14_production_systems_are_current():
+    """The production systems as documented now."""
+    ps = answer("production-systems")
+    for name in ("EAGLE-3", "MTP", "PARD", "MLP speculators", "n-gram", "suffix decoding", "DFlash", "dynamic speculation",
+                 "EAGLE-2/EAGLE-3", "standalone draft model", "adaptive speculation", "overlap scheduler",
+                 "PyTorch backend", "user-provided drafters", "ReDrafter", "EAGLE-1/2", "legacy TensorRT-engine path",
+                 "cannot be switched off dynamically"):
+        assert name in ps, name
+
+
+def test_issue_35_item_15_larger_targets_reasons():
+    """Neither "more memory-bound" nor "acceptance rises" for larger targets."""
+    lt = answer("larger-targets")
+    assert "more memory-bound per token, so" not in lt and "does not depend on size" in lt
+    assert "Table 3" in lt and all(x in lt for x in ("0.88", "0.75", "0.61")) and "does not reliably" in lt
+
+
+def test_issue_35_item_16_leviathan_and_chen_dates_and_lineage():
+    """Not "days apart"; the dates and the lineage."""
+    lc = answer("leviathan-vs-chen")
+    assert "within days" not in lc and "two months apart" in lc and "30 November 2022" in lc and "2 February 2023" in lc
+    assert "2211.17192" in lc and "2302.01318" in lc and "Stern et al. 2018" in lc and "SpecDec" in lc
+
+
+def test_issue_35_item_17_leviathan_sections_and_beta():
+    """Leviathan's sections (§3.3 walltime, §3.4 arithmetic operations, §3.5 choosing γ) and β = acceptance."""
+    src = {q.id: q.source for q in load()[0]} | {m.id: m.source for m in load()[1]}
+    for qid in ("choose-k", "mc-bigger-k"):
+        assert "§3.5 (choosing γ)" in src[qid] and "§3.4" not in src[qid], qid
+    for qid in ("reduce-flops", "mc-flops"):
+        assert "§3.4 (number of arithmetic operations)" in src[qid] and "§3.5" not in src[qid], qid
+    assert "§3.3 (walltime improvement, Theorem 3.8)" in src["walltime-formula"] and "3.4" not in src["walltime-formula"]
+    ep = answer("exactness-proof")
+    assert "rejection probability is $\\beta" not in ep and "acceptance probability is $\\beta = \\sum_y \\min" in ep
+    assert "/(1 - \\beta)" in ep
+
+
+def test_issue_35_item_18_one_hot_verifier_sources():
+    """The one-hot verifier's real sources, and the "sample y ~ p, keep on equality" form."""
+    sg = question("sampling-draft-greedy")
+    assert "greedy assistants" not in sg.source and "rejection_sampler.py" in sg.source and "draft_prob = 1" in sg.source
+    assert "prompt-lookup" in answer("sampling-draft-greedy") and "$y = x$" in answer("sampling-draft-greedy")
+
+
+def test_issue_35_item_19_kv_sharing_early_exit_only():
+    """KV sharing holds for early exit, not for layer skipping."""
+    ss = answer("self-spec")
+    assert "shares the target's KV for the layers it runs" not in ss and "*prefix*" in ss
+    assert "Draft & Verify" in ss and "SWIFT" in ss and "does not hold" in ss
+
+
+def test_issue_35_item_20_two_goodputs():
+    """Both meanings of goodput."""
+    tt = answer("ttft-tpot")
+    assert "two meanings" in tt and "DistServe" in tt and "SmartSpec" in tt and "tokens per second" in tt and "SLOs" in tt
+
+
+def test_issue_35_item_21_vllm_beam_search_history():
+    """The RFC was withdrawn; the PRs that did it; prefix caching, not 2023 copy-on-write."""
+    bs = answer("beam-serving")
+    assert "withdrawn" in bs and "#8306" in bs and "#8726" in bs and "#9105" in bs and "prefix caching" in bs
+    wb = answer("when-beam")
+    assert "(vLLM's paged blocks are shared copy-on-write)" not in wb and "prefix caching" in wb and "2023" in wb
+
+
+def test_issue_35_item_22_transformers_drafters_as_installed():
+    """Transformers 5.x drafters, named as they are in the installed library."""
+    hf, tk = answer("hf-assisted"), answer("tokenizer")
+    assert "`use_mtp=True`" in hf and '`speculation_type="dflash"`' in hf and "Universal Speculative Decoding" in hf
+    assert "Universal Speculative Decoding" in tk and "exactly the target's" in tk
+    from transformers import GenerationConfig
+    from transformers.generation import candidate_generator as cg
+    config = GenerationConfig()
+    assert hasattr(config, "use_mtp") and hasattr(config, "speculation_type")
+    assert all(hasattr(cg, c) for c in ("MTPCandidateGenerator", "DFlashTokenCandidateGenerator",
+                                        "UniversalSpeculativeDecodingGenerator", "AssistedCandidateGeneratorDifferentTokenizers"))
+
+
+def test_issue_35_item_23_engine_lossy_options():
+    """Engine options that are lossy."""
+    lv = answer("lossy-variants")
+    assert "TensorRT-LLM" in lv and "*relaxed acceptance*" in lv and "relaxed_topk" in lv and "FLy verification" in lv
+
+
+def test_issue_35_item_24_resampling_from_p_overweights_q_above_p():
+    """Over-weighted are the tokens with q > p; the one-hot "y = x" form."""
+    for t in (answer("residual"), flat(misconception("mc-resample-p").correct)):
+        assert "$q(x) > p(x)$" in t and "$y = x$" in t and "one-hot" in t
+    assert "double-counts tokens the draft likes" not in answer("residual")
+    assert "over-weights the tokens the draft already proposes" not in flat(misconception("mc-resample-p").correct)
+
+
+def test_issue_35_item_25_length_penalty_neutral_point():
+    """The length-penalty claim, right about the direction, wrong about the neutral point."""
+    lp = misconception("mc-length-penalty")
+    assert "neutral" in lp.claim and "raising α always favours longer outputs" in flat(lp.correct)
+    assert "against the default $\\alpha = 1$ a lower α does favour shorter outputs" in flat(lp.correct)
+
+
+def test_issue_35_item_26_benchmark_checks_greedy_rows_only():
+    """The benchmark checks the greedy rows only."""
+    nl = answer("numerical-losslessness")
+    assert "for every configuration" not in nl and "*greedy* speculative row" in nl and "sampled rows" in nl
+
+
+def test_the_quiz_gives_each_verdict_once_and_links_every_shown_topic():
+    """Issue 35, item 27: "**False.** False." is gone; the questions about what the Tree and Drafter pages show
+    link them; the large-batch misconception links the Serving lab."""
+    assert verdict_answer("False. Greedy verification works.") == "**False.** Greedy verification works."
+    assert verdict_answer("Greedy verification works.") == "**False.** Greedy verification works."
+    ms = {m.id for m in load()[1]}
+    for item in quiz_items():
+        if item.id in ms:
+            rest = item.answer.removeprefix("**False.** ")
+            assert rest != item.answer and not rest.lstrip("* ").lower().startswith("false"), item.id
+    page = {q.id: q.page for q in load()[0]} | {m.id: m.page for m in load()[1]}
+    shown = {"medusa": ("pages/7_Tree_speculation.py", "medusa"),
+             "medusa-typical": ("pages/7_Tree_speculation.py", "typical"),
+             "suffix-decoding": ("pages/5_Drafter_comparison.py", "suffix decoding"),
+             "staged": ("pages/5_Drafter_comparison.py", "staged speculation"),
+             "mc-large-batch": ("pages/8_Serving_lab.py", "batch")}
+    for qid, (path, word) in shown.items():
+        assert page[qid] == path and word in (ROOT / path).read_text(encoding="utf-8").lower(), qid
+
+
+def test_the_seeds_imprecise_claims_are_flagged_misconceptions():
+    """Issue 35, item 28: the seeds' errors that the bank corrected only in passing are misconceptions of their own."""
+    ms = {m.id: m for m in load()[1]}
+    m = ms["mc-tokens-as-speedup"]
+    assert "2.4" in m.claim and "2.7731" in m.correct and "Kc + v" in m.correct
+    m = ms["mc-verify-compute-bound"]
+    assert "mini-prefill" in m.claim and "*not* compute-bound" in m.correct and "memory-bound" in m.correct
+    m = ms["mc-speedup-product"]
+    assert "acceptance rate times the draft length" in m.claim and "(1 - a^{K+1})/(1 - a)" in m.correct
+    m = ms["mc-accepted-follow-p"]
+    assert "\\mathrm{norm}(\\min(p, q))" in m.correct and "\\max(0, p - q)" in m.correct and "mixture" in m.correct
+    m = ms["mc-medusa-draft-heads"]
+    assert "draft model" in m.claim and "no draft model" in m.correct and "*target's*" in m.correct
+    m = ms["mc-alpha-thresholds"]
+    assert "0.6" in m.claim and "0.3" in m.claim and "$a > c$" in m.correct and "No fixed acceptance threshold" in m.correct
+    m = ms["mc-dropped-correction"]
+    assert "three tokens" in m.claim and m.correct.startswith("Four.") and "residual" in m.correct
+
+
 # ---------------------------------------------------------------- measured figures come from one place
 # A quoted measurement: a ratio written with ×, an acceptance-like fraction with three decimals, a
 # tokens-per-pass figure, or a percentage. Worked examples in the answers use other forms (0.98, 2.7731).
@@ -133,7 +315,9 @@ FIGURE_PATTERNS = [r"(\d+(?:\.\d+)?)×", r"(?<![\d.])(0\.\d{3})(?!\d)", r"(\d+\.
 MODEL_CARD = ROOT / "models" / "README.md"
 CARD_NAMES = ("model card", "models/README.md")
 # percentages that are external reports, attributed to their paper in the answer
-EXTERNAL = {("mtp-drafters", "85"), ("mtp-drafters", "90")}
+EXTERNAL = {("mtp-drafters", "85"), ("mtp-drafters", "90"),
+            ("spec-at-batch-64", "1.38"),  # EAGLE-3 paper, SGLang throughput at batch 64
+            ("good-draft-numbers", "5.5")}  # EAGLE-2 paper, average acceptance length at T = 0
 
 
 def quoted_figures(text):
