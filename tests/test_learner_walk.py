@@ -46,3 +46,23 @@ def test_output_chips_decode_emoji_and_cjk_as_a_whole(embedded):
     assert "\ufffd" not in html and "😀" in html
     # a character cut off at the end of the output keeps its bytes, as the charts label them
     assert output_pieces(tok, tok("😀")["input_ids"][:1])[0].startswith("<0x")
+
+
+@pytest.mark.parametrize("B,max_new", [(4, 12), (8, 40)])
+def test_the_beam_tree_highlights_the_winning_path(models, B, max_new):
+    """B = 8 / 40 tokens: the winning path was not highlighted. It is drawn from the prompt through one node per
+    step, ending on the best finished hypothesis' star."""
+    from specviz.beam import beam_steps
+    from specviz.figures.beam_tree import beam_tree
+    from specviz.prompting import prompt_ids
+
+    ids = prompt_ids(models.tokenizer, "What is 2+2?")
+    steps = list(beam_steps(models.target, models.tokenizer, ids, B, max_new, 1.0, 6))
+    best = steps[-1].finished[0]
+    fig = beam_tree(steps).to_dict()
+    path = next(d for d in fig["data"] if d.get("name") == "best finished path")
+    assert path["x"] == list(range(len(best.tokens) + 1))
+    nodes = {(x, y) for d in fig["data"] if d.get("name") in ("kept", "finished") for x, y in zip(d["x"], d["y"])}
+    stars = next(d for d in fig["data"] if d.get("name") == "finished")
+    assert all((x, y) in nodes for x, y in zip(path["x"][1:], path["y"][1:]))
+    assert (path["x"][-1], path["y"][-1]) in set(zip(stars["x"], stars["y"]))  # it ends on a star

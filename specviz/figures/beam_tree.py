@@ -32,6 +32,7 @@ def beam_tree(steps, upto: int | None = None, top_pruned: int = 6, window: int =
     edges = {"kept": ([], []), "finished": ([], []), "pruned": ([], [])}
     max_rows = 1
     groups = {"kept": ([], [], [], []), "finished": ([], [], [], []), "pruned": ([], [], [], [])}
+    at = {}  # (step, parent beam, token) -> y of that kept or finished node: to trace the best hypothesis
     for s, step in enumerate(steps, start=1):  # x = step number; the prompt sits at x = 0
         pruned = [c for c in step.candidates if c.status == "pruned"][:top_pruned]
         shown = [c for c in step.candidates if c.status != "pruned"] + pruned
@@ -45,6 +46,8 @@ def beam_tree(steps, upto: int | None = None, top_pruned: int = 6, window: int =
             ey += [py, y, None]
             if c.status == "kept":
                 node_y[(s, c.child)] = y
+            if c.status != "pruned":
+                at[(s, c.parent, c.token)] = (y, c.child)
             xs, ys, texts, hovers = groups[c.status]
             xs.append(s)
             ys.append(y)
@@ -56,6 +59,18 @@ def beam_tree(steps, upto: int | None = None, top_pruned: int = 6, window: int =
         ex, ey = edges[status]
         fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", line=dict(color=color, width=width),
                                  hoverinfo="skip", showlegend=False, name=f"edges {status}"))
+    best = steps[-1].finished[0] if steps and steps[-1].finished else None
+    if best is not None:  # the winning path, under the nodes: the best finished hypothesis so far, step by step
+        xs, ys, beam = [0], [0.0], 0
+        for s, token in enumerate(best.tokens, start=1):
+            node = at.get((s, beam, token))
+            if node is None:  # a hypothesis from before the steps drawn (never: it was built from them)
+                break
+            xs.append(s)
+            ys.append(node[0])
+            beam = node[1]
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(color="#ffb300", width=7), opacity=0.55,
+                                 name="best finished path", hoverinfo="skip"))
     styles = {"kept": (KEPT, "circle", 12), "finished": (FINISHED, "star", 16), "pruned": (PRUNED, "x", 8)}
     for status, (xs, ys, texts, hovers) in groups.items():
         color, symbol, size = styles[status]
@@ -63,7 +78,8 @@ def beam_tree(steps, upto: int | None = None, top_pruned: int = 6, window: int =
             x=xs, y=ys, mode="markers+text" if status != "pruned" else "markers", text=texts,
             textposition="middle right", name=status,
             marker=dict(color=color, symbol=symbol, size=size), hovertext=hovers, hoverinfo="text",
-            textfont=dict(color="#222", size=11), cliponaxis=False))
+            # a white outline keeps a label readable where other beams' edges cross it
+            textfont=dict(color="#222", size=11, shadow="auto"), cliponaxis=False))
     fig.add_trace(go.Scatter(x=[0], y=[0], mode="markers+text", text=["prompt"], textposition="top center",
                              marker=dict(color="#555", size=12), name="prompt", showlegend=False, cliponaxis=False,
                              hovertext=["the prompt (step 0)"], hoverinfo="text"))
