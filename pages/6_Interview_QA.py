@@ -3,7 +3,7 @@ import random
 
 import streamlit as st
 
-from ui.common import sidebar
+from ui.common import keep, sidebar
 from ui.registry import BY_PATH
 
 from specviz.qa import load, quiz_items, topics
@@ -19,8 +19,12 @@ def links(page: str, source: str, label: str = "See it") -> None:
     st.caption(f"Source: {source}")
 
 
-chosen = st.multiselect("Topics", topics(), default=[], key="qa_topics", placeholder="All topics")
+# keep(): the topics, the mode and a half-written answer survive a visit to another page (Streamlit drops a
+# widget's value at the end of any run that does not draw it)
+keep("qa_topics")
+chosen = st.multiselect("Topics", topics(), key="qa_topics", placeholder="All topics")
 pool = [q for q in questions if not chosen or q.topic in chosen]
+keep("qa_mode")
 mode = st.radio("Mode", ["Browse", "Quiz"], horizontal=True, key="qa_mode")
 
 if mode == "Browse":
@@ -48,7 +52,9 @@ else:
         q = next(x for x in items if x.id == state["order"][n])
         st.markdown(f"**{q.level} · {q.topic}**")
         st.markdown(f"### {q.prompt}")
-        st.text_area("Your answer (write it before you reveal; it is not stored)", key=f"qa_mine_{q.id}", height=120)
+        keep(f"qa_mine_{q.id}")
+        st.text_area("Your answer (write it before you reveal; kept while you visit other pages, not saved)",
+                     key=f"qa_mine_{q.id}", height=120)
         if not state["shown"]:
             if st.button("Reveal the answer", key="qa_reveal", type="primary"):
                 state["shown"] = True

@@ -66,3 +66,16 @@ def test_the_beam_tree_highlights_the_winning_path(models, B, max_new):
     stars = next(d for d in fig["data"] if d.get("name") == "finished")
     assert all((x, y) in nodes for x, y in zip(path["x"][1:], path["y"][1:]))
     assert (path["x"][-1], path["y"][-1]) in set(zip(stars["x"], stars["y"]))  # it ends on a star
+
+
+def test_the_qa_page_keeps_its_mode_topics_and_half_written_answer_across_pages():
+    at = page("6_Interview_QA")
+    at.run()
+    at.radio(key="qa_mode").set_value("Quiz").run()
+    box = next(t for t in at.text_area if t.key.startswith("qa_mine_"))
+    box.set_value("the residual is normalize(max(0, p - q))").run()
+    at.switch_page("pages/1_Beam_search.py").run()
+    at.switch_page("pages/6_Interview_QA.py").run()
+    assert not at.exception
+    assert at.radio(key="qa_mode").value == "Quiz"
+    assert at.text_area(key=box.key).value == "the residual is normalize(max(0, p - q))"
