@@ -50,7 +50,10 @@ def view():
         return f"{count} {word}{'s' if count != 1 else ''}"
 
     how = (f"candidate {step.best} matched {n_(step.matched[step.best], 'token')}" if step.best >= 0
-           else "no candidate matched" if step.candidates else "nothing to verify yet")
+           else "no candidate matched" if step.candidates else
+           "nothing to verify yet: the pool is still empty" if step.pool_size == step.added else
+           f"nothing to verify: no n-gram in the pool starts with the last token "
+           f"“{md_escape(label_plain(texts.get(step.root, '?')))}”")
     st.markdown(f"**Target pass {step.step + 1}** · {how} → {n_(len(step.emitted), 'token')}: "
                 + " ".join(f"“{md_escape(label_plain(texts[x]))}”" for x in step.emitted)
                 + f" · pool {n_(step.pool_size, 'n-gram')}" + (" · done" if replay.at_end else ""))

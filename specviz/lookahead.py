@@ -7,10 +7,13 @@ replaces each guess by the target's argmax after the guesses before it. Guesses 
 output are converged and exact, but a guess is only right if every guess before it was, so it rarely
 gains more than one token per pass. Lookahead keeps the by-products instead:
 
-  window     N - 1 levels of W tokens, oldest first: each column is one token's Jacobi trajectory; the
-             next level is what the target outputs after each column of the newest level;
+  window     N - 1 levels of W tokens, oldest first; level l, column i sits at position t + 1 + i + l. So a
+             column is NOT one token's trajectory: it holds consecutive positions, each level produced at
+             a different iteration. The next level is what the target outputs after each column of the
+             newest level (one position further on);
   n-grams    column i read from the oldest level up, plus its new output, is an n-gram the model
-             "nearly" generates: it goes into a pool keyed by its first token;
+             "nearly" generates (N consecutive positions): it goes into a pool keyed by its first token.
+             Fu et al.'s figure draws one column per position, where the same n-grams run diagonally;
   verify     the pool's n-grams that start with the last accepted token (at most G) are checked in the
              SAME forward (each attends to the context and its own earlier tokens only); the longest
              one the target agrees with is accepted, plus the target's own next token.

@@ -131,3 +131,21 @@ def test_cli_lookahead_matches_greedy_and_refuses_bad_settings(capsys):
     greedy = json.loads(capsys.readouterr().out)
     assert la["token_ids"] == greedy["token_ids"] and la["method"] == "lookahead"
     assert la["target_passes"] <= greedy["target_passes"]
+
+
+def test_a_step_with_a_full_pool_and_no_candidate_says_why():
+    """It said "nothing to verify yet" while the pool held 26 n-grams: none started with the last token."""
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.run()
+    at.switch_page("pages/9_Lookahead_decoding.py").run()
+    seen = []
+    for _ in range(12):
+        at.button(key="lookahead_step").click().run()
+        assert not at.exception, at.exception
+        line = next(m.value for m in at.markdown if m.value.startswith("**Target pass"))
+        seen.append(line)
+        pool = int(line.split("· pool ")[1].split(" ")[0])
+        if "nothing to verify" in line and pool > 0 and "still empty" not in line:
+            assert "no n-gram in the pool starts with the last token" in line
+    assert "nothing to verify yet: the pool is still empty" in seen[0]
+    assert any("no n-gram in the pool starts with" in s for s in seen), seen
