@@ -93,10 +93,13 @@ def tree_speculative_steps(target, drafter: Drafter, tokenizer, prompt_ids: list
     """Tree speculation, one cycle at a time: draft a tree, ONE target pass over every node, walk it
     (verify_tree), keep the accepted path in the KV cache. budget: nodes per tree (tree drafters); depth:
     the deepest drafted position (a chain drafter's K); width: runner-ups per depth for a chain drafter.
-    typical=(epsilon, delta): Medusa's typical acceptance instead of the exact rule (LOSSY: the output is
-    no longer distributed as the target's; verify.verify_tree_typical)."""
+    typical=(epsilon, delta): Medusa's typical acceptance instead of the exact rule when sampling (LOSSY: the
+    output is no longer distributed as the target's; verify.verify_tree_typical). Under greedy it changes
+    nothing: Medusa verifies by exact match at temperature 0, so the output is plain greedy's and the cycles
+    are marked "greedy"."""
     if depth < 1 or budget < 1:
         raise SpecVizError(f"Tree depth and budget must be at least 1; got depth {depth}, budget {budget}.")
+    typical = typical if not cfg.greedy else None  # Medusa's temperature-0 branch: exact match
     run = Run.start(target, drafter, tokenizer, prompt_ids, cfg)
     gen, procs, stop, tstep, counters, prefill = run.gen, run.procs, run.stop, run.tstep, run.counters, run.prefill
     ids, new = list(prompt_ids), []

@@ -245,11 +245,20 @@ def sample_children(tree: TokenTree, row: torch.Tensor, kids: list[int], gen: to
 
 
 # ---------------------------------------------------------------- typical acceptance (Medusa): LOSSY
+# As the Medusa repository runs it (FasterDecoding/Medusa, medusa/model/utils.py, evaluate_posterior and
+# generate_candidates with medusa_generate's defaults sampling="typical", fast=True):
+#   temperature 0   exact match (the same walk as greedy verification): the output is plain greedy's;
+#   temperature > 0 a node passes when p(x) > min(epsilon, delta * exp(-H(p))) under its parent; of the
+#                   longest passing paths the one with the highest sum of log p is kept; the token after it
+#                   is the base head's argmax (not a draw from p), so the whole output is deterministic.
+# The repository's fast=False variant draws that token from p with the tokens under the threshold removed
+# instead; it is not what its generate() runs by default, and not what is run here.
 def typical_threshold(p: torch.Tensor, epsilon: float, delta: float) -> float:
     """Medusa's typical acceptance threshold min(epsilon, delta * exp(-H(p))): a candidate passes when the
-    target gives it more than this. A confident p (low entropy) demands up to epsilon; a flat one less."""
-    logp = torch.log(p.double().clamp_min(1e-300))
-    entropy = float(-(p.double() * logp).sum())
+    target gives it more than this. A confident p (low entropy) demands up to epsilon; a flat one less. H is
+    computed as the repository does, -sum p log(p + 1e-5) (the 1e-5 keeps log finite at p = 0)."""
+    p = p.double()
+    entropy = float(-(p * torch.log(p + 1e-5)).sum())
     return min(epsilon, delta * float(torch.exp(torch.tensor(-entropy))))
 
 
@@ -262,10 +271,14 @@ def typical_pass(tree: TokenTree, p: torch.Tensor, epsilon: float, delta: float)
     return ok
 
 
-def typical_path(tree: TokenTree, ok: list[bool], stop) -> list[int]:
-    """Medusa keeps the LONGEST passing path (ties: the earliest node), cut after an end-of-sequence token."""
-    depths = tree.depths
-    best = max((i for i in range(len(tree)) if ok[i]), key=lambda i: (depths[i], -i), default=None)
+def typical_path(tree: TokenTree, ok: list[bool], p: torch.Tensor, stop) -> list[int]:
+    """Medusa keeps the LONGEST passing path and, among equally long ones, the likeliest under the target: the
+    highest sum of log p(x) along the path, each node's p under its parent (ties left: the earliest node).
+    Cut after an end-of-sequence token."""
+    depths, logp = tree.depths, []
+    for x, a in zip(tree.tokens, tree.parents):
+        logp.append((logp[a] if a >= 0 else 0.0) + float(torch.log(p[a + 1, x].double())))
+    best = max((i for i in range(len(tree)) if ok[i]), key=lambda i: (depths[i], logp[i], -i), default=None)
     path = tree.path_to(best) if best is not None else []
     for j, node in enumerate(path):
         if tree.tokens[node] in stop:
@@ -275,13 +288,16 @@ def typical_path(tree: TokenTree, ok: list[bool], stop) -> list[int]:
 
 def verify_tree_typical(tree: TokenTree, p: torch.Tensor, greedy: bool, gen: torch.Generator, typical: tuple[float, float],
                         stop: set[int] | frozenset = frozenset()) -> TreeVerification:
-    """Medusa's typical acceptance over a tree, LOSSY: a node passes when p(x) > min(epsilon, delta *
-    exp(-H(p))) under its parent; the longest passing path is kept and the next token drawn from p after
-    it (argmax when greedy). No uniform draw, no residual: the output is NOT distributed as p (a token the
-    exact rule would reject with probability 1 - p(x) passes every time); first_token_tv measures by how much."""
+    """Medusa's typical acceptance over a tree (see above). Greedy: exact match, verify_tree's greedy walk, as
+    Medusa's evaluate_posterior does at temperature 0. Otherwise LOSSY: the longest passing path (the likeliest
+    of equals), then the argmax of p after it; no uniform draw, no residual, `gen` unused. A token the exact
+    rule would reject with probability 1 - p(x) passes every time, and where nothing passes the argmax stands
+    in for a draw from p: the output is NOT distributed as p; first_token_tv measures by how much."""
+    if greedy:
+        return verify_tree(tree, p, True, gen, stop)
     epsilon, delta = typical
     ok = typical_pass(tree, p, epsilon, delta)
-    path = typical_path(tree, ok, stop)
+    path = typical_path(tree, ok, p, stop)
     rulings = []
     for node in [-1] + path:  # the children tried along the walk: each node on the path, and its siblings
         for c in tree.children(node):
@@ -291,19 +307,20 @@ def verify_tree_typical(tree: TokenTree, p: torch.Tensor, greedy: bool, gen: tor
         return TreeVerification(tuple(rulings), tuple(path), None, "none", None, False)
     last = path[-1] if path else -1
     tried = bool(tree.children(last))
-    origin = ("correction" if greedy else "resampled") if tried else ("bonus" if path else "target")
-    return TreeVerification(tuple(rulings), tuple(path), draw(p[last + 1], greedy, gen), origin, None, False)
+    # the argmax after a rejection is the greedy rule's correction, not a resampled token
+    origin = "correction" if tried else ("bonus" if path else "target")
+    return TreeVerification(tuple(rulings), tuple(path), int(torch.argmax(p[last + 1])), origin, None, False)
 
 
 def first_token_distribution(tree: TokenTree, p: torch.Tensor, typical: tuple[float, float] | None = None) -> torch.Tensor:
     """P(the first token a verify pass emits = x), exactly, from the tree and the target's p (float64).
     Exact rule: the root's children tried in turn with their accept probabilities a_i, the final residual
-    otherwise (sibling_schedule), so sum_i reach_i a_i [x = x_i] + reach_end residual: equals p[0]. Typical:
-    the first node of the longest passing path with certainty, else a draw from p[0]."""
+    otherwise (sibling_schedule), so sum_i reach_i a_i [x = x_i] + reach_end residual: equals p[0]. Typical
+    (at T > 0): a point mass, on the first node of the kept path, else on the argmax of p[0]."""
     p = p.double()
     if typical is not None:
-        path = typical_path(tree, typical_pass(tree, p, *typical), frozenset())
-        return one_hot(tree.tokens[path[0]], p[0]) if path else p[0].clone()
+        path = typical_path(tree, typical_pass(tree, p, *typical), p, frozenset())
+        return one_hot(tree.tokens[path[0]] if path else int(torch.argmax(p[0])), p[0])
     kids = tree.children(-1)
     xs = [tree.tokens[c] for c in kids]
     probs, dists, _ = sibling_schedule(p[0], xs, [tree.q_of(c, p[0]).double() for c in kids])

@@ -13,6 +13,7 @@ from specviz.errors import SpecVizError
 from specviz.medusa_choices import parse_choices
 from specviz.models import SHIPPED_DRAFT
 from specviz.plain import plain_steps
+from specviz.sampling import SamplingConfig
 from specviz.step import run_steps
 from specviz.training.evaluate import evaluation_prompts
 from specviz.training.medusa import greedy_states, head_accuracy, untrained_heads
@@ -137,12 +138,40 @@ def test_typical_keeps_the_longest_passing_path_and_rejects_unlikely_tokens():
     # under 1 the child 1 has p 0.05 (fails), under 2 the child 2 has p 0.8 (passes)
     p = torch.tensor([[0.05, 0.55, 0.4], [0.9, 0.05, 0.05], [0.1, 0.1, 0.8], [0.7, 0.2, 0.1], [0.1, 0.8, 0.1]])
     tree = TokenTree((1, 2, 1, 2), (-1, -1, 0, 1))
-    v = verify_tree_typical(tree, p, True, torch.Generator(), (0.3, 0.6))
+    v = verify_tree_typical(tree, p, False, torch.Generator(), (0.3, 0.6))
     # Medusa keeps the LONGEST passing path (2, 2), not the first passing child's; then the bonus (argmax)
     assert v.path == (1, 3) and v.token == 1 and v.origin == "bonus"
     assert [r.node for r in v.rulings] == [0, 1, 3]  # the children tried along the kept path
     low = torch.tensor([[0.98, 0.01, 0.01], [1 / 3] * 3])
-    assert verify_tree_typical(TokenTree((1,), (-1,)), low, True, torch.Generator(), (0.09, 0.3)).path == ()
+    assert verify_tree_typical(TokenTree((1,), (-1,)), low, False, torch.Generator(), (0.09, 0.3)).path == ()
+
+
+def test_typical_breaks_ties_by_likelihood_and_ends_with_the_argmax_as_medusa_does():
+    """evaluate_posterior (fast=True, medusa_generate's default): among the longest passing paths the one with
+    the highest sum of log p; the next token is the base head's argmax, at every seed (no draw from p)."""
+    # root children 0 (p 0.3) and 1 (p 0.6) both pass; under each, one child passes: 2 (p 0.5) under 0, 0 (p 0.4)
+    # under 1. Both paths are 2 long: log(0.3 * 0.5) < log(0.6 * 0.4), so (1, 0) wins though listed second
+    p = torch.tensor([[0.3, 0.6, 0.1], [0.2, 0.3, 0.5], [0.4, 0.35, 0.25], [0.1, 0.2, 0.7], [0.6, 0.3, 0.1]])
+    tree = TokenTree((0, 1, 2, 0), (-1, -1, 0, 1))
+    outs = {(verify_tree_typical(tree, p, False, torch.Generator().manual_seed(s), (0.2, 0.9)).path,
+             verify_tree_typical(tree, p, False, torch.Generator().manual_seed(s), (0.2, 0.9)).token) for s in range(20)}
+    assert outs == {((1, 3), 0)}  # node 3's row: argmax 0, whatever the seed
+    # nothing passes: the argmax of p, not a draw from it (a draw would give 1 or 2 on some seeds)
+    flat = torch.tensor([[0.4, 0.35, 0.25], [1 / 3] * 3])
+    tokens = {verify_tree_typical(TokenTree((2,), (-1,)), flat, False, torch.Generator().manual_seed(s), (0.3, 1.0)).token
+              for s in range(30)}
+    assert tokens == {0}
+    assert first_token_distribution(TokenTree((2,), (-1,)), flat, (0.3, 1.0)).tolist() == [1.0, 0.0, 0.0]
+
+
+def test_typical_under_greedy_is_exact_match():
+    """At temperature 0 Medusa's evaluate_posterior takes the exact-match branch: a non-argmax token that clears
+    the typical threshold is NOT accepted, so greedy + typical stays plain greedy."""
+    p = torch.tensor([[0.5, 0.3, 0.2], [0.2, 0.3, 0.5]])
+    tree = TokenTree((1,), (-1,))  # p(1) = 0.3 clears min(0.09, ...) but is not the argmax
+    v = verify_tree_typical(tree, p, True, torch.Generator(), (0.09, 0.3))
+    assert v.path == () and v.token == 0 and v.origin == "correction"
+    assert verify_tree_typical(TokenTree((0,), (-1,)), p, True, torch.Generator(), (0.09, 0.3)).path == (0,)
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -220,6 +249,17 @@ def test_shipped_heads_beat_untrained_heads_on_a_held_out_prompt(models):
 def test_typical_acceptance_runs_in_the_engine_and_is_marked(models, references):
     ids, _ = references[1]
     events, result = run_steps(tree_speculative_steps(models.target, MedusaDrafter(models.medusa), models.tokenizer,
-                                                      ids, 16, typical=(0.09, 0.3)))
+                                                      ids, 16, cfg=SamplingConfig(1.0, seed=3), typical=(0.09, 0.3)))
     assert events and all(e.verify_mode == "typical" for e in events)
     assert [t for e in events for t in e.emitted] == result.token_ids and len(result.token_ids) <= 16
+
+
+def test_greedy_with_typical_acceptance_equals_plain_greedy(models):
+    """Issue 35: with the T = 1 softmax as p, typical acceptance under greedy accepted non-argmax tokens and this
+    prompt's output left greedy at token 7; Medusa verifies by exact match at temperature 0."""
+    ids = chat(models.tokenizer, "Explain why the sky is blue in two sentences.")
+    ref = run_steps(plain_steps(models.target, models.tokenizer, ids, 32))[1].token_ids
+    events, result = run_steps(tree_speculative_steps(models.target, MedusaDrafter(models.medusa), models.tokenizer,
+                                                      ids, 32, budget=16, depth=4, typical=(0.09, 0.3)))
+    assert result.token_ids == ref
+    assert all(e.verify_mode == "greedy" for e in events)
