@@ -5,6 +5,9 @@ import sys
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing may download at test time
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# learners' progress: a fresh database per test session, never the user's own (~/.cache/specviz/progress.sqlite)
+import tempfile  # noqa: E402
+os.environ.setdefault("SPECVIZ_DB", os.path.join(tempfile.mkdtemp(prefix="specviz-test-"), "progress.sqlite"))
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 

@@ -191,6 +191,8 @@ def sidebar() -> Settings:
         _widget("w_draft", "s_draft")
         st.text_input("Draft (Hub id or local folder; empty = default)", key="w_draft", max_chars=MAX_MODEL_NAME,
                       on_change=_copy("w_draft", "s_draft"))
+    from ui.learner import name_box
+    name_box(sb)
     _persist("s_chart_format", "png")
     _widget("w_chart_format", "s_chart_format")
     sb.radio("Chart download format", CHART_FORMATS, key="w_chart_format", horizontal=True,

@@ -1,0 +1,42 @@
+"""Who is practising: a name typed once in the sidebar keys the learner's progress in the SQLite database
+(specviz.practice.progress). No password: the server binds to 127.0.0.1."""
+from __future__ import annotations
+
+import streamlit as st
+
+from specviz.errors import SpecVizError
+from specviz.figures import md_escape
+from specviz.practice.progress import MAX_NAME, Progress
+
+
+@st.cache_resource(show_spinner=False)
+def progress() -> Progress:
+    """One store per process (the path from SPECVIZ_DB or the user's cache folder); connections per call."""
+    return Progress()
+
+
+def _on_name():
+    st.session_state["s_learner"] = st.session_state.get("w_learner", "")
+
+
+def name_box(container) -> None:
+    """The sidebar's name box (every page draws it, so the name is typed once per session)."""
+    st.session_state.setdefault("s_learner", "")
+    st.session_state["w_learner"] = st.session_state["s_learner"]
+    container.text_input("Your name (keeps your practice progress)", key="w_learner", max_chars=MAX_NAME,
+                         on_change=_on_name, placeholder="e.g. Ada",
+                         help="Progress (quiz boxes, drills, predictions, mock interviews) is kept in a SQLite "
+                              "database on this server under this name. No password: anyone on this machine can "
+                              "type the same name.")
+
+
+def current() -> int | None:
+    """The learner's id, or None before a name is typed (practice then works, but nothing is kept)."""
+    name = st.session_state.get("s_learner", "")
+    if not name:
+        return None
+    try:
+        return progress().learner(name)
+    except SpecVizError as e:
+        st.sidebar.warning(md_escape(str(e)))
+        return None
