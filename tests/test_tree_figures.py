@@ -116,3 +116,39 @@ def test_sibling_tokens_that_differ_only_by_a_space_are_told_apart():
                             + c.nodes[2:])
     markers = {t.name: list(t.text) for t in tree_figure(c).data if t.mode == "markers+text"}
     assert markers["accepted"] == ["␣hash", "d"] and markers["rejected"] == ["hash", "c"]
+
+
+def crowded_cycle():
+    """Node 0 (accepted) has two rejected children, node 1 one: node 0 sits between its children, so the
+    target's token half a row below node 0 would land on its second child (as at N = 32, depth 8)."""
+    parents, tokens = (-1, -1, 0, 0, 1), ("a", "b", "c", "d", "e")
+    verdicts = ("accepted", "rejected", "rejected", "rejected", "not reached")
+    depth = (1, 1, 2, 2, 2)
+    nodes = tuple(TreeNode(i, 100 + i, t, a, d, 9 + d, 0.5, 0.4, v, None, None)
+                  for i, (t, a, d, v) in enumerate(zip(tokens, parents, depth, verdicts)))
+    mask = tuple(tuple(j == i or j == parents[i] for j in range(5)) for i in range(5))
+    return TreeCycle(cycle=0, context_len=10, drafter="x", nodes=nodes, mask=mask, position_ids=(10, 10, 11, 11, 11),
+                     verify_positions=6, path=(0,), accepted=1, new_token=7, new_text="z", new_origin="correction",
+                     residual_top=(), residual_fallback=False, target_cache=CacheState(15, 11), draft_cache=None,
+                     emitted=(100, 7), origins=("accepted", "correction"), verify_mode="greedy",
+                     draft_passes=2, verdicts=(DepthVerdict(0, True), DepthVerdict(1, False)))
+
+
+def test_the_targets_token_never_covers_a_node():
+    fig = tree_figure(crowded_cycle())
+    star = next(t for t in fig.data if t.name and t.name.startswith("correction"))
+    x, y = star.x[0], star.y[0]
+    column = [(px, py) for t in fig.data if t.mode == "markers+text" and t.name in ("accepted", "rejected", "not reached")
+              for px, py in zip(t.x, t.y) if px == x]
+    assert len(column) == 3  # c, d and e share depth 2 with the star
+    assert all(abs(py - y) >= 0.5 for _, py in column), (y, column)
+    edge = next(t for t in fig.data if t.mode == "lines" and t.line.dash == "dot")
+    accepted = next(t for t in fig.data if t.name == "accepted")
+    assert list(edge.y) == [accepted.y[0], y]  # drawn from the last accepted node, a
+
+
+def test_verdicts_differ_in_shape_not_only_in_colour():
+    fig = tree_figure(crowded_cycle())
+    symbols = {t.name: t.marker.symbol for t in fig.data if t.name in ("accepted", "rejected", "not reached")}
+    assert len(set(symbols.values())) == 3, symbols
+    assert symbols["accepted"] != symbols["rejected"]
