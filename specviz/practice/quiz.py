@@ -1,0 +1,237 @@
+"""The quiz and the mock interview as plain functions (no Streamlit): the page composes widgets around them.
+
+- A round: the cards matching the filters (topics, levels, "missed only"), shuffled by a seed drawn once per
+  session (two sessions ask in different orders; one session keeps its order until a new round), optionally
+  put in Leitner order (due cards first), cut to the round's size. A round ends; it does not wrap.
+- Grading: a question card scores the rubric points ticked ÷ the points (partial credit; with no rubric, a
+  self-grade of 1 or 0); a true/false card 1 or 0; a code card half for the faulty line and half for the fix.
+  A score of at least RIGHT (0.8) counts as right, as in the Leitner boxes (specviz.practice.progress).
+- A round's summary: score by level and by topic, and the cards missed.
+- A mock interview's verdict: L4 / L5 / L6 from the rubric scores of its steps, by the rule VERDICT_RULE.
+"""
+from __future__ import annotations
+
+import math
+import random
+import secrets
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Sequence
+
+from ..qa import LEVELS, CodeCard, QuizItem
+from .progress import INTERVAL_DAYS, RIGHT
+
+MAX_ANSWER = 4000  # characters in an answer box: a spoken answer written down is a few hundred
+ROUND_SIZES = (5, 10, 20, 0)  # 0: every card that matches the filters
+TIMER_SECONDS = (60, 90, 120, 180, 300)
+LEVEL_NAMES = {"L4": "fundamentals", "L5": "mechanics and trade-offs", "L6": "systems and design"}
+
+
+def new_seed() -> int:
+    """A session's shuffle seed, from the OS's randomness (never from the deck: every session would agree)."""
+    return secrets.randbits(63)
+
+
+def shuffled(ids: Sequence[str], seed: int, number: int = 1) -> list[str]:
+    """The ids in the order of round `number` of the session with `seed`: the same seed and number give the same
+    order, another round of the same session a new one."""
+    return random.Random(f"{seed}:{number}").sample(list(ids), len(ids))
+
+
+def session_due_order(ids: Sequence[str], last: dict[str, float]) -> list[str]:
+    """Leitner order within one session (no name typed, nothing stored): cards missed last time first, then cards
+    not yet seen, then cards answered right; each group in the order given."""
+    missed = [c for c in ids if c in last and last[c] < RIGHT]
+    unseen = [c for c in ids if c not in last]
+    right = [c for c in ids if c in last and last[c] >= RIGHT]
+    return missed + unseen + right
+
+
+def select(items: Iterable[QuizItem], topics=(), levels=(), only: set[str] | None = None) -> list[QuizItem]:
+    """The cards matching the filters: topics and levels (none chosen: all), and `only` (a set of ids: 'missed
+    only'; None: no such filter)."""
+    return [i for i in items if (not topics or i.topic in topics) and (not levels or i.level in levels)
+            and (only is None or i.id in only)]
+
+
+def round_order(items: Iterable[QuizItem], seed: int, number: int = 1, topics=(), levels=(),
+                only: set[str] | None = None, due: Callable[[list[str]], list[str]] | None = None,
+                size: int = 0) -> list[str]:
+    """A round's card ids: the filtered cards shuffled (seed, number), then in study order when `due` is given
+    (a function from ids to ids, e.g. Progress.due_order or session_due_order: it keeps the shuffle among equals),
+    then the first `size` (0: all)."""
+    order = shuffled([i.id for i in select(items, topics, levels, only)], seed, number)
+    if due is not None:
+        order = list(due(order))
+    return order[:size] if size and size > 0 else order
+
+
+@dataclass
+class Round:
+    """One round's state: its cards in order, the card being asked, and the scores given so far."""
+    order: list[str]
+    key: tuple = ()  # the filters it was built from: other filters make a new round
+    number: int = 1
+    i: int = 0
+    scores: dict[str, float] = field(default_factory=dict)
+    revealed: bool = False  # the current card's answer is shown
+
+    @property
+    def done(self) -> bool:
+        return self.i >= len(self.order)
+
+    @property
+    def current(self) -> str | None:
+        return None if self.done else self.order[self.i]
+
+    @property
+    def graded(self) -> bool:
+        """The current card has its score (true/false and code cards: graded before moving on)."""
+        return self.current is not None and self.current in self.scores
+
+    def grade(self, score: float) -> float:
+        score = min(max(float(score), 0.0), 1.0)
+        self.scores[self.order[self.i]] = score
+        self.revealed = True
+        return score
+
+    def next(self) -> None:
+        self.i += 1
+        self.revealed = False
+
+    @property
+    def total(self) -> float:
+        return sum(self.scores.values())
+
+
+def rubric_score(ticked: Sequence[bool]) -> float:
+    """Points ticked ÷ points (partial credit). A card with no rubric is self-graded instead (self_grade)."""
+    if not ticked:
+        raise ValueError("no rubric points to score against")
+    return sum(bool(t) for t in ticked) / len(ticked)
+
+
+def self_grade(had_it: bool) -> float:
+    return 1.0 if had_it else 0.0
+
+
+def grade_truefalse(item: QuizItem, said_true: bool) -> float:
+    return 1.0 if bool(said_true) == bool(item.truth) else 0.0
+
+
+@dataclass(frozen=True)
+class CodeGrade:
+    line_ok: bool
+    fix_ok: bool
+
+    @property
+    def score(self) -> float:
+        """Half for the faulty line, half for the fix."""
+        return (self.line_ok + self.fix_ok) / 2
+
+
+def grade_code(card: CodeCard, line: int | None, fix: int | None) -> CodeGrade:
+    return CodeGrade(line == card.bug_line, fix == card.fix)
+
+
+def is_right(score: float) -> bool:
+    return score >= RIGHT
+
+
+def fmt(x: float) -> str:
+    """A score for reading: 1, 0.5, 0.67 (no trailing zeros)."""
+    return f"{round(x, 2):g}"
+
+
+def box_message(box: int) -> str:
+    """Where a card went in the Leitner boxes after an answer."""
+    days = INTERVAL_DAYS[box]
+    when = "comes back in this session" if days == 0 else f"comes back in {days:g} day{'s' if days != 1 else ''}"
+    return f"Leitner box {box} of {max(INTERVAL_DAYS)}: {when}."
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    cards: int
+    score: float  # sum of the cards' scores
+
+    @property
+    def percent(self) -> float:
+        return 100 * self.score / self.cards if self.cards else 0.0
+
+
+@dataclass(frozen=True)
+class Summary:
+    cards: int
+    score: float
+    by_level: tuple[Row, ...]
+    by_topic: tuple[Row, ...]
+    missed: tuple[str, ...]  # ids scoring under RIGHT, in the round's order
+
+
+def summarize(order: Sequence[str], scores: dict[str, float], by_id: dict[str, QuizItem]) -> Summary:
+    """A round's summary over the cards answered (in `order`, with a score, still in the bank)."""
+    done = [c for c in order if c in scores and c in by_id]
+
+    def rows(attr, names):
+        out = []
+        for name in names:
+            mine = [c for c in done if getattr(by_id[c], attr) == name]
+            if mine:
+                out.append(Row(name, len(mine), sum(scores[c] for c in mine)))
+        return tuple(out)
+
+    topics = sorted({by_id[c].topic for c in done})
+    levels = list(LEVELS) + sorted({by_id[c].level for c in done} - set(LEVELS))
+    return Summary(len(done), sum(scores[c] for c in done), rows("level", levels), rows("topic", topics),
+                   tuple(c for c in done if not is_right(scores[c])))
+
+
+# ---------------------------------------------------------------------------------------------- mock interview
+VERDICT_RULE = ("**L6** when the rubric points ticked over the whole chain reach 80 % and no step falls under 60 % "
+                "(the deep follow-ups answered too); **L5** when they reach 50 %; **L4** below that.")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    level: str
+    mean: float  # mean step score in [0, 1]
+    weakest: int | None  # 0-based index of the lowest-scoring step
+
+
+def mock_verdict(step_scores: Sequence[float]) -> Verdict:
+    """L4 / L5 / L6 from the per-step rubric scores (each in [0, 1]) by VERDICT_RULE."""
+    if not step_scores:
+        raise ValueError("a verdict needs at least one step scored")
+    s = [min(max(float(x), 0.0), 1.0) for x in step_scores]
+    mean = sum(s) / len(s)
+    eps = 1e-9  # (1 + 0.8 + 0.6) / 3 is 0.7999999999999999 in floating point: 80 % all the same
+    level = "L6" if mean >= 0.8 - eps and min(s) >= 0.6 - eps else "L5" if mean >= 0.5 - eps else "L4"
+    return Verdict(level, mean, min(range(len(s)), key=s.__getitem__))
+
+
+@dataclass
+class Mock:
+    """A mock interview in progress: which chain, the step asked, each step's score, when the step started."""
+    id: str
+    steps: int
+    step: int = 0
+    scores: list[float] = field(default_factory=list)
+    revealed: bool = False
+    started: float | None = None  # the current step's start (time.time()), for the timer
+    recorded: bool = False
+
+    @property
+    def done(self) -> bool:
+        return self.step >= self.steps
+
+    def score(self, value: float) -> None:
+        self.scores.append(min(max(float(value), 0.0), 1.0))
+        self.step += 1
+        self.revealed = False
+        self.started = None
+
+
+def remaining(started: float, limit: float, now: float) -> int:
+    """Whole seconds left on a step's timer (0 when time is up)."""
+    return max(0, math.ceil(limit - (now - started)))
