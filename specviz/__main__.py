@@ -68,7 +68,38 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--draft", default=None, help="Hugging Face id or local folder of a draft model")
     d.add_argument("--device", default=None, help="cpu, cuda or auto (default)")
     d.add_argument("--json", action="store_true", help="print one JSON object")
+    r = sub.add_parser("drill", help="an exercise with an exact answer (formulas, or the embedded model's own numbers)")
+    r.add_argument("--list", action="store_true", help="list the drill kinds")
+    r.add_argument("--kind", default=None, help="the drill kind (see --list)")
+    r.add_argument("--seed", type=int, default=0, help="the same seed gives the same drill")
+    r.add_argument("--answer", default=None, help="grade this answer instead of printing the solution")
+    r.add_argument("--json", action="store_true", help="print one JSON object")
     return ap
+
+
+def drill(a) -> int:
+    """python -m specviz drill: --list, or one drill as {kind, question, given, answer, tolerance, solution}."""
+    from .practice.drills import KINDS, grade, make
+
+    if a.list:
+        kinds = [dict(kind=k.name, title=k.title, live=k.live, page=k.page) for k in KINDS.values()]
+        print(json.dumps(kinds) if a.json else "\n".join(f"{k['kind']:20} {k['title']}" + (" (live model)" if k["live"]
+                                                                                            else "") for k in kinds))
+        return 0
+    if not a.kind:
+        raise SpecVizError("drill needs --kind KIND (see --list) or --list.")
+    models = None
+    if a.kind in KINDS and KINDS[a.kind].live:
+        from .models import load_models
+        models = load_models()
+    d = make(a.kind, a.seed, models)
+    if a.answer is not None:
+        g = grade(d, a.answer)
+        out = dict(right=g.right, message=g.message, answer=d.answer, solution=d.solution)
+        print(json.dumps(out) if a.json else ("right" if g.right else f"not right: {g.message}\n{d.solution}"))
+        return 0 if g.right else 1
+    print(json.dumps(d.as_dict()) if a.json else f"{d.question}\n\nanswer: {d.answer}\n{d.solution}")
+    return 0
 
 
 def _check(a) -> None:
@@ -163,6 +194,8 @@ def decode(a) -> dict:
 def main(argv=None) -> int:
     a = _parser().parse_args(argv)
     try:
+        if a.command == "drill":
+            return drill(a)
         out = decode(a)
     except SpecVizError as e:
         print(f"error: {e}", file=sys.stderr)

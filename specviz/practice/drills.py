@@ -1,0 +1,472 @@
+"""Drills: exercises with exact answers, generated deterministically from a seed and graded.
+
+Two sources. Formula drills draw their parameters from a seeded generator (the numbers an interviewer
+throws at you: "a = 0.62, c = 0.08: what K?"). Live drills take their numbers from a real cycle of the
+embedded model (p, q and u of an actual verify pass, the candidates of an actual beam step): the learner
+practises on the model's own numbers, and the page that drew that cycle is one link away.
+
+Every drill carries `given`: every input needed to recompute `answer` independently (the tests do, over many
+seeds). Numeric answers are graded with a stated absolute tolerance.
+"""
+from __future__ import annotations
+
+import math
+import random
+import re
+from dataclasses import asdict, dataclass, field
+
+from ..errors import SpecVizError
+from ..theory import DONT_SPECULATE, best_k, expected_tokens, walltime_improvement
+
+MAX_RESPONSE = 200  # characters: an answer is a number, a short list or a word
+
+
+@dataclass(frozen=True)
+class Drill:
+    kind: str
+    seed: int
+    question: str  # Markdown; maths between $...$
+    given: dict  # every input needed to recompute the answer
+    answer: object  # float | int | str | list
+    tolerance: float  # absolute, per number (0: exact)
+    solution: str  # the worked solution with this drill's own numbers
+    page: str = ""  # the app page that shows it
+    form: str = "number"  # "number" | "int" | "choice" | "list"
+    choices: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        return {k: d[k] for k in ("kind", "question", "given", "answer", "tolerance", "solution")} | {
+            "seed": self.seed, "page": self.page, "form": self.form, "choices": list(self.choices)}
+
+
+@dataclass(frozen=True)
+class Grade:
+    right: bool
+    message: str  # what was wrong with the response, or "" when it could not be read
+    readable: bool = True
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    title: str
+    make: object  # (random.Random, seed) -> Drill, or (models, seed) -> Drill for live kinds
+    live: bool = False
+    page: str = ""
+    blurb: str = field(default="")
+
+
+def _r(x: float, n: int = 3) -> float:
+    return round(float(x), n)
+
+
+def _fmt(xs) -> str:
+    return ", ".join(f"{x:g}" for x in xs)
+
+
+# ---------------------------------------------------------------- formula drills
+def accept(rng: random.Random, seed: int) -> Drill:
+    while True:  # no near-tie between u and the threshold: the verdict must not hinge on rounding
+        p, q, u = _r(rng.uniform(0.02, 0.9), 2), _r(rng.uniform(0.05, 0.95), 2), _r(rng.random(), 2)
+        if abs(u - min(1.0, p / q)) > 0.03:
+            break
+    ratio = min(1.0, p / q)
+    verdict = "accept" if u < ratio else "reject"
+    return Drill(
+        "accept", seed,
+        f"Rejection sampling. The draft proposed token x with $q(x) = {q}$; the target gives it $p(x) = {p}$; the "
+        f"uniform draw is $u = {u}$. Accept or reject?",
+        dict(p=p, q=q, u=u), verdict, 0.0,
+        f"Accept when $u < \\min(1, p/q)$: $\\min(1, {p}/{q}) = {ratio:.3f}$, and $u = {u}$ is "
+        f"{'below' if u < ratio else 'not below'} it, so **{verdict}**."
+        + (" A token the target likes at least as much as the draft ($p \\ge q$) is always accepted." if p >= q else
+           f" The draft over-proposes x ($q > p$), so only a fraction {ratio:.3f} of its proposals survive."),
+        "pages/2_Speculative_decoding.py", "choice", ("accept", "reject"))
+
+
+def _dist(rng: random.Random, n: int) -> list[float]:
+    """n probabilities with two decimals summing to exactly 1."""
+    cuts = sorted(rng.sample(range(1, 100), n - 1))
+    return [(b - a) / 100 for a, b in zip([0] + cuts, cuts + [100])]
+
+
+def residual(rng: random.Random, seed: int) -> Drill:
+    while True:
+        p, q = _dist(rng, 4), _dist(rng, 4)
+        if any(pi > qi for pi, qi in zip(p, q)):
+            break
+    pos = [max(0.0, pi - qi) for pi, qi in zip(p, q)]
+    answer = [_r(x / sum(pos)) for x in pos]
+    tokens = ["A", "B", "C", "D"]
+    return Drill(
+        "residual", seed,
+        f"Over four tokens {', '.join(tokens)}: target $p = ({_fmt(p)})$, draft $q = ({_fmt(q)})$. The draft token was "
+        "rejected. Give the residual distribution $\\mathrm{normalize}(\\max(0, p - q))$ the next token is drawn "
+        "from, as four numbers.",
+        dict(p=p, q=q, tokens=tokens), answer, 0.01,
+        f"$\\max(0, p - q) = ({_fmt(_r(x) for x in pos)})$, summing to {sum(pos):.2f}; divided by that sum: "
+        f"$({_fmt(answer)})$. Tokens the draft over-proposed ($q \\ge p$) get nothing: they already received their "
+        "full $p$ on the accept branch. Drawing from p instead would count them twice.",
+        "pages/4_Lossless_lab.py", "list")
+
+
+def tokens_per_pass(rng: random.Random, seed: int) -> Drill:
+    a, k = _r(rng.uniform(0.4, 0.95), 2), rng.randint(2, 8)
+    answer = _r(expected_tokens(a, k))
+    return Drill(
+        "tokens-per-pass", seed,
+        f"Each drafted token is accepted with probability $a = {a}$, independently. With $K = {k}$ drafts per cycle, "
+        "how many tokens does one verify pass commit on average (the bonus or correction token included)?",
+        dict(a=a, k=k), answer, 0.01,
+        f"$1 + a + \\dots + a^K = \\frac{{1 - a^{{K+1}}}}{{1 - a}} = \\frac{{1 - {a}^{{{k + 1}}}}}{{1 - {a}}} = {answer}$. "
+        f"The ceiling is $K + 1 = {k + 1}$ (every draft accepted plus the bonus).",
+        "pages/3_Speedup_lab.py")
+
+
+def walltime(rng: random.Random, seed: int) -> Drill:
+    a, k, c = _r(rng.uniform(0.5, 0.9), 2), rng.randint(2, 8), _r(rng.uniform(0.02, 0.3), 2)
+    v = 1.0 if rng.random() < 0.5 else _r(rng.uniform(1.05, 1.8), 2)
+    answer = _r(walltime_improvement(a, k, c, v))
+    tokens = expected_tokens(a, k)
+    return Drill(
+        "walltime", seed,
+        f"$a = {a}$, $K = {k}$, a draft step costs $c = {c}$ of a target step, and the verify pass over K + 1 tokens "
+        f"costs $v = {v:g}$ target steps. What walltime improvement over plain decoding do you expect?",
+        dict(a=a, k=k, c=c, v=v), answer, 0.01,
+        f"Tokens per cycle $\\frac{{1 - a^{{K+1}}}}{{1 - a}} = {tokens:.3f}$; cost per cycle $Kc + v = {k}·{c} + {v:g} = "
+        f"{k * c + v:.3f}$ target steps; improvement $= {tokens:.3f} / {k * c + v:.3f} = {answer}$×"
+        + (" (v = 1 is Leviathan et al.'s formula: verification as cheap as one step)." if v == 1.0 else
+           " (v > 1: the verify pass is not free, as on a CPU or at large batch)."),
+        "pages/3_Speedup_lab.py")
+
+
+def best_k_drill(rng: random.Random, seed: int) -> Drill:
+    while True:  # the best K must stand out: the runner-up at least 1 % worse, or no K near 1
+        a, c = _r(rng.uniform(0.3, 0.95), 2), _r(rng.uniform(0.02, 0.6), 2)
+        v = 1.0 if rng.random() < 0.6 else _r(rng.uniform(1.05, 1.5), 2)
+        gains = sorted((walltime_improvement(a, k, c, v) for k in range(1, 17)), reverse=True)
+        if gains[0] > 1.01 and gains[1] < gains[0] * 0.99 or gains[0] < 0.99:
+            break
+    k = best_k(a, c, v)
+    where = ", ".join(f"K={j}: {walltime_improvement(a, j, c, v):.3f}" for j in range(max(1, k - 1), (k or 1) + 2))
+    return Drill(
+        "best-k", seed,
+        f"$a = {a}$, $c = {c}$, $v = {v:g}$. Which K in 1..16 maximises the estimated walltime improvement "
+        "$\\frac{1 - a^{K+1}}{(1 - a)(Kc + v)}$? Answer 0 if no K beats plain decoding (don't speculate).",
+        dict(a=a, c=c, v=v, k_max=16), k, 0.0,
+        (f"Evaluate the improvement per K: {where}. The best is **K = {k}**." if k != DONT_SPECULATE else
+         f"Even the best K gives {gains[0]:.3f} ≤ 1: **don't speculate** (0)."
+         + (" With v = 1 this happens exactly when a ≤ c (Leviathan et al., Corollary 3.9)." if v == 1.0 else "")),
+        "pages/3_Speedup_lab.py", "int")
+
+
+def acceptance_rate(rng: random.Random, seed: int) -> Drill:
+    p, q = _dist(rng, 4), _dist(rng, 4)
+    answer = _r(sum(min(a, b) for a, b in zip(p, q)), 2)
+    tv = 0.5 * sum(abs(a - b) for a, b in zip(p, q))
+    return Drill(
+        "acceptance-rate", seed,
+        f"Over four tokens: target $p = ({_fmt(p)})$, draft $q = ({_fmt(q)})$. What is the probability that a draft "
+        "token sampled from q is accepted by rejection sampling?",
+        dict(p=p, q=q), answer, 0.005,
+        f"$\\sum_x q(x)\\min(1, p(x)/q(x)) = \\sum_x \\min(p(x), q(x)) = {answer}$, which is $1 - \\mathrm{{TV}}(p, q) "
+        f"= 1 - {tv:.2f}$.", "pages/4_Lossless_lab.py")
+
+
+MODELS = [  # (name, layers, KV heads, head dim): shapes of public configs a learner is asked about
+    ("Llama-3-8B-like", 32, 8, 128), ("Llama-3-70B-like", 80, 8, 128), ("Mistral-7B-like", 32, 8, 128),
+    ("13B-like without GQA", 40, 40, 128), ("Qwen2.5-1.5B-like", 28, 2, 128), ("SmolLM2-135M", 30, 3, 64)]
+
+
+def kv_gib(rng: random.Random, seed: int) -> Drill:
+    name, layers, kv_heads, head_dim = rng.choice(MODELS)
+    bytes_per_value = rng.choice([2, 2, 1])
+    batch, context = rng.choice([1, 4, 8, 16, 32, 64]), rng.choice([2048, 4096, 8192, 32768, 131072])
+    per_token = 2 * layers * kv_heads * head_dim * bytes_per_value
+    gib = per_token * batch * context / 2 ** 30
+    answer = _r(gib, 3)
+    return Drill(
+        "kv-gib", seed,
+        f"Model {name}: {layers} layers, {kv_heads} KV heads of dimension {head_dim}, KV cache in "
+        f"{'fp8' if bytes_per_value == 1 else 'bf16'} ({bytes_per_value} byte{'s' if bytes_per_value > 1 else ''} per "
+        f"value). How many GiB does the KV cache of a batch of {batch} sequences of {context:,} tokens take?",
+        dict(layers=layers, kv_heads=kv_heads, head_dim=head_dim, bytes_per_value=bytes_per_value, batch=batch,
+             context=context), answer, max(0.01, _r(0.01 * gib, 3)),
+        f"Per token: 2 (K and V) × {layers} layers × {kv_heads} KV heads × {head_dim} × {bytes_per_value} B = "
+        f"{per_token:,} B. × {batch} × {context:,} tokens = {per_token * batch * context:,} B = **{answer} GiB** "
+        "(÷ 2³⁰).", "pages/8_Serving_lab.py")
+
+
+def greedy_verify(rng: random.Random, seed: int) -> Drill:
+    words = ["the", "cat", "sat", "on", "a", "mat", "and", "slept", "there", "all", "day", "long"]
+    k = rng.randint(3, 6)
+    drafts = rng.sample(words, k)
+    accepted = rng.randint(0, k)
+    target = drafts[:accepted] + [rng.choice([w for w in words if w not in drafts[accepted:accepted + 1]])
+                                  for _ in range(k + 1 - accepted)]
+    next_token = target[accepted]
+    return Drill(
+        "greedy-verify", seed,
+        f"Greedy verification, K = {k}. The draft proposed {', '.join(f'“{w}”' for w in drafts)}. In its one verify "
+        f"pass the target's argmax at positions 1..{k + 1} is {', '.join(f'“{w}”' for w in target)}. How many drafts "
+        "are accepted?",
+        dict(drafts=drafts, target_argmax=target), accepted, 0.0,
+        f"Walk the positions while the draft equals the target's argmax: {accepted} match"
+        + (f", then “{drafts[accepted]}” ≠ “{next_token}”. The cycle commits {accepted} accepted + the target's "
+           f"“{next_token}” as the correction = {accepted + 1} tokens." if accepted < k else
+           f"es, all of them: the cycle commits {k} + the bonus token “{next_token}” from position {k + 1} = "
+           f"{k + 1} tokens."), "pages/2_Speculative_decoding.py", "int")
+
+
+def roofline_batch(rng: random.Random, seed: int) -> Drill:
+    flops = rng.choice([312e12, 989e12, 1979e12, 2e12, 150e12])
+    bandwidth = rng.choice([2.0e12, 3.35e12, 4.8e12, 0.1e12, 1.0e12])
+    tokens = rng.choice([1, 1, 2, 5, 8])
+    bytes_per_value = 2
+    ridge = flops / bandwidth
+    answer = max(1, math.ceil(ridge * bytes_per_value / (2.0 * tokens)))
+    return Drill(
+        "roofline-batch", seed,
+        f"A device with {flops / 1e12:g} TFLOP/s and {bandwidth / 1e12:g} TB/s. Weights in bf16 (2 bytes). Each "
+        f"sequence feeds {tokens} token{'s' if tokens > 1 else ''} per step (1: decode; more: a verify pass). From "
+        "which batch size on are the linear layers compute-bound (smallest integer)?",
+        dict(flops=flops, bandwidth=bandwidth, tokens_per_seq=tokens, bytes_per_value=bytes_per_value), answer, 0.0,
+        f"Ridge point: {flops / 1e12:g}e12 / {bandwidth / 1e12:g}e12 = {ridge:.1f} FLOP/byte. Linear layers do 2 FLOPs "
+        f"per weight per token and read each 2-byte weight once per step: intensity = 2·B·{tokens} / 2 = "
+        f"B·{tokens}. B·{tokens} ≥ {ridge:.1f} → **B = {answer}**.", "pages/8_Serving_lab.py", "int")
+
+
+def beam_rank(rng: random.Random, seed: int) -> Drill:
+    alpha = rng.choice([0.0, 0.5, 1.0, 2.0])
+    while True:
+        hyps = [(_r(-rng.uniform(1.5, 12.0), 2), rng.randint(3, 20)) for _ in range(3)]
+        scores = [lp / n ** alpha for lp, n in hyps]
+        order = sorted(range(3), key=lambda i: -scores[i])
+        if scores[order[0]] - scores[order[1]] > 0.02:
+            break
+    names = ["A", "B", "C"]
+    return Drill(
+        "beam-rank", seed,
+        "Three finished beam hypotheses, (total log-prob, length in tokens): "
+        + ", ".join(f"{n} = ({lp}, {L})" for n, (lp, L) in zip(names, hyps))
+        + f". With length penalty $\\alpha = {alpha:g}$ (score $= \\log p / L^{{\\alpha}}$), which one does beam "
+          "search return?",
+        dict(hypotheses=[list(h) for h in hyps], names=names, length_penalty=alpha), names[order[0]], 0.0,
+        "Scores: " + ", ".join(f"{n}: {lp}/{L}^{alpha:g} = {s:.3f}" for n, (lp, L), s in zip(names, hyps, scores))
+        + f". Highest (closest to 0): **{names[order[0]]}**."
+        + (" α = 0 compares raw log-probs, which favours short hypotheses." if alpha == 0 else
+           " Raising α favours longer hypotheses." if alpha > 1 else ""),
+        "pages/1_Beam_search.py", "choice", tuple(names))
+
+
+# ---------------------------------------------------------------- live drills (the embedded model's own numbers)
+LIVE_PROMPTS = ["Write a Python function that returns the sum of a list.", "Explain how a hash table works.",
+                "What is machine learning?", "List the days of the week.", "Explain how a computer works.",
+                "Write a haiku about the sea."]
+
+
+def live_cycles(models, seed: int, drafter: str = "token", max_cycles: int = 6, sampling: bool = True):
+    """The prompt and a generator of the cycles of a real speculative run, deterministic by seed (prompt and
+    sampling seed from it). A generator: a drill stops at the first cycle it can use (a drill on screen in
+    well under a second needs one or two cycles, not six)."""
+    from ..drafters import make_drafter
+    from ..prompting import prompt_ids
+    from ..sampling import SamplingConfig
+    from ..speculative import speculative_steps
+
+    prompt = LIVE_PROMPTS[seed % len(LIVE_PROMPTS)]
+    ids = prompt_ids(models.tokenizer, prompt)
+    cfg = SamplingConfig(1.0 if sampling else 0.0, 0, 1.0, seed)
+    steps = speculative_steps(models.target, make_drafter(drafter, models), models.tokenizer, ids, 64, 4, cfg, False)
+
+    def cycles():
+        for n, cycle in enumerate(steps):
+            yield cycle
+            if n + 1 >= max_cycles:
+                return
+    return prompt, cycles()
+
+
+def _tok(text: str) -> str:
+    """A token's text inside a question: visible spaces and newlines."""
+    return "“" + text.replace("\n", "↵") + "”"
+
+
+def live_accept(models, seed: int) -> Drill:
+    prompt, cycles = live_cycles(models, seed)
+    for c in cycles:  # the first cycle with a verdict that does not hinge on rounding
+        verdicts = [v for v in c.verdicts if abs(v.u - v.accept_prob) > 0.01]
+        if verdicts:
+            break
+    else:
+        raise SpecVizError("No verdict in this run's first cycles: try another seed.")
+    v = verdicts[random.Random(seed).randrange(len(verdicts))]
+    p, q, u = _r(v.p, 4), _r(v.q, 4), _r(v.u, 4)
+    verdict = "accept" if u < min(1.0, p / q) else "reject"
+    return Drill(
+        "live-accept", seed,
+        f"From a real cycle of the embedded model (prompt “{prompt}”, cycle {c.cycle + 1}, draft position "
+        f"{v.position + 1}): the token draft proposed {_tok(v.text)} with $q = {q}$, the target gives it $p = {p}$, "
+        f"and the draw was $u = {u}$. Accept or reject?",
+        dict(p=p, q=q, u=u, prompt=prompt, cycle=c.cycle, position=v.position), verdict, 0.0,
+        f"$\\min(1, p/q) = \\min(1, {p}/{q}) = {min(1.0, p / q):.4f}$; $u = {u}$ is "
+        f"{'below' if verdict == 'accept' else 'not below'} it: **{verdict}**. (The engine decided the same: "
+        f"{'accepted' if v.accepted else 'rejected'}.)", "pages/2_Speculative_decoding.py", "choice", ("accept", "reject"))
+
+
+def live_residual(models, seed: int) -> Drill:
+    for attempt in range(4):  # a run whose first cycles reject nothing: the next seed's run
+        prompt, cycles = live_cycles(models, seed + 1000 * attempt)
+        rejected = next(((c, v) for c in cycles for v in c.verdicts if not v.accepted), None)
+        if rejected:
+            break
+    else:
+        raise SpecVizError("No rejection in this run's first cycles: try another seed.")
+    c, v = rejected
+    ids = [t.id for t in v.p_top] + [t.id for t in v.q_top if t.id not in {x.id for x in v.p_top}]
+    ids = ids[:4]
+    text = {t.id: t.text for t in list(v.p_top) + list(v.q_top)}
+    pmap, qmap = {t.id: t.prob for t in v.p_top}, {t.id: t.prob for t in v.q_top}
+    p = [_r(pmap.get(i, 0.0), 3) for i in ids]
+    q = [_r(qmap.get(i, 0.0), 3) for i in ids]
+    p.append(_r(max(0.0, 1 - sum(p)), 3))  # "other": the rest of the vocabulary as one token
+    q.append(_r(max(0.0, 1 - sum(q)), 3))
+    tokens = [_tok(text[i]) for i in ids] + ["other"]
+    pos = [max(0.0, a - b) for a, b in zip(p, q)]
+    answer = [_r(x / sum(pos)) for x in pos]
+    return Drill(
+        "live-residual", seed,
+        f"A real rejection (prompt “{prompt}”, cycle {c.cycle + 1}): the draft's {_tok(v.text)} was rejected. Over "
+        f"the tokens {', '.join(tokens)} (the rest of the vocabulary lumped into “other”), target $p = ({_fmt(p)})$ "
+        f"and draft $q = ({_fmt(q)})$. Give the residual $\\mathrm{{normalize}}(\\max(0, p - q))$ over these "
+        f"{len(tokens)} buckets.",
+        dict(p=p, q=q, tokens=tokens, prompt=prompt, cycle=c.cycle), answer, 0.01,
+        f"$\\max(0, p - q) = ({_fmt(_r(x) for x in pos)})$, sum {sum(pos):.3f}; normalised: $({_fmt(answer)})$. The "
+        "token is then drawn from it"
+        + (f": here the engine drew {_tok(c.new_text)}." if c.new_origin == "resampled" else "."),
+        "pages/2_Speculative_decoding.py", "list")
+
+
+def live_greedy_verify(models, seed: int) -> Drill:
+    prompt, cycles = live_cycles(models, seed, drafter="token", sampling=False)
+    # cycle 1, 2 or 3 by seed (greedy runs of one prompt are the same run: the seed picks the cycle)
+    usable = [c for c, _ in zip((c for c in cycles if c.k and len(c.target_top) == c.k + 1), range(1 + seed % 3))]
+    c = usable[-1]
+    drafts = [d.text for d in c.drafts]
+    target = [t.text for t in c.target_top]
+    return Drill(
+        "live-greedy-verify", seed,
+        f"A real greedy cycle (prompt “{prompt}”, cycle {c.cycle + 1}, K = {c.k}): the token draft proposed "
+        f"{', '.join(_tok(t) for t in drafts)}; the target's argmax at positions 1..{c.k + 1} of its verify pass is "
+        f"{', '.join(_tok(t) for t in target)}. How many drafts are accepted?",
+        dict(drafts=drafts, target_argmax=target, draft_ids=[d.token for d in c.drafts],
+             target_argmax_ids=[t.id for t in c.target_top], prompt=prompt, cycle=c.cycle), c.accepted, 0.0,
+        f"Accepted while draft = argmax: **{c.accepted}**; then the target's {_tok(target[c.accepted])} is committed "
+        f"as the {'bonus' if c.accepted == c.k else 'correction'} token: {c.accepted + 1} tokens for one target pass.",
+        "pages/2_Speculative_decoding.py", "int")
+
+
+def live_beam_prune(models, seed: int) -> Drill:
+    from ..beam import beam_steps
+    from ..prompting import prompt_ids
+
+    rng = random.Random(seed)
+    prompt = LIVE_PROMPTS[seed % len(LIVE_PROMPTS)]
+    B = rng.choice([2, 3, 4])
+    steps = list(beam_steps(models.target, models.tokenizer, prompt_ids(models.tokenizer, prompt), B,
+                            rng.randint(2, 4), 1.0, 6))
+    step = steps[-1]
+    cands = [c for c in step.candidates if c.status in ("kept", "pruned")][: B + 3]
+    order = sorted(range(len(cands)), key=lambda i: -cands[i].score)
+    keep = sorted(order[:B])
+    names = [f"{chr(65 + i)} {_tok(c.text)}" for i, c in enumerate(cands)]
+    return Drill(
+        "live-beam-prune", seed,
+        f"A real beam step (prompt “{prompt}”, B = {B}, step {step.step + 1}): candidates with their cumulative "
+        "log-probs: " + "; ".join(f"{n} = {c.score:.3f}" for n, c in zip(names, cands))
+        + f". Which {B} survive the prune (letters, comma-separated)?",
+        dict(scores=[_r(c.score, 4) for c in cands], beams=B, names=[chr(65 + i) for i in range(len(cands))],
+             prompt=prompt), [chr(65 + i) for i in keep], 0.0,
+        f"Keep the {B} highest cumulative log-probs (running beams are compared by total log-prob; the length "
+        f"penalty ranks finished hypotheses): **{', '.join(chr(65 + i) for i in keep)}**.",
+        "pages/1_Beam_search.py", "list")
+
+
+KINDS: dict[str, Kind] = {k.name: k for k in [
+    Kind("accept", "Accept or reject (p, q, u)", accept, page="pages/2_Speculative_decoding.py"),
+    Kind("residual", "The residual after a rejection", residual, page="pages/4_Lossless_lab.py"),
+    Kind("tokens-per-pass", "Expected tokens per verify pass", tokens_per_pass, page="pages/3_Speedup_lab.py"),
+    Kind("walltime", "Walltime improvement", walltime, page="pages/3_Speedup_lab.py"),
+    Kind("best-k", "The best K (or don't speculate)", best_k_drill, page="pages/3_Speedup_lab.py"),
+    Kind("acceptance-rate", "Acceptance rate from p and q", acceptance_rate, page="pages/4_Lossless_lab.py"),
+    Kind("kv-gib", "KV-cache memory", kv_gib, page="pages/8_Serving_lab.py"),
+    Kind("greedy-verify", "Greedy verification", greedy_verify, page="pages/2_Speculative_decoding.py"),
+    Kind("roofline-batch", "Where the roofline turns compute-bound", roofline_batch, page="pages/8_Serving_lab.py"),
+    Kind("beam-rank", "Length penalty: which hypothesis wins", beam_rank, page="pages/1_Beam_search.py"),
+    Kind("live-accept", "Live: accept or reject a real draft token", live_accept, True, "pages/2_Speculative_decoding.py"),
+    Kind("live-residual", "Live: the residual of a real rejection", live_residual, True, "pages/2_Speculative_decoding.py"),
+    Kind("live-greedy-verify", "Live: greedy verification of a real cycle", live_greedy_verify, True,
+         "pages/2_Speculative_decoding.py"),
+    Kind("live-beam-prune", "Live: which real beam candidates survive", live_beam_prune, True, "pages/1_Beam_search.py"),
+]}
+
+
+def make(kind: str, seed: int, models=None) -> Drill:
+    """The drill of `kind` for `seed` (the same drill every time); live kinds need the loaded models."""
+    if kind not in KINDS:
+        raise SpecVizError(f"Unknown drill kind {kind[:40]!r}: use one of {', '.join(KINDS)}.")
+    if not 0 <= seed < 2 ** 31:
+        raise SpecVizError(f"The seed must be in 0..2^31 - 1; got {seed}.")
+    k = KINDS[kind]
+    if k.live:
+        if models is None:
+            raise SpecVizError(f"The {kind} drill reads a real run: it needs the embedded model loaded.")
+        return k.make(models, seed)
+    return k.make(random.Random(f"{kind}:{seed}"), seed)
+
+
+# ---------------------------------------------------------------- grading
+NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d{1,3})?$")
+
+
+def _number(text: str) -> float | None:
+    text = text.strip().rstrip("×x").strip()
+    if text.endswith("%"):
+        v = _number(text[:-1])
+        return None if v is None else v / 100
+    return float(text) if NUMBER.match(text) else None
+
+
+def grade(drill: Drill, response: str) -> Grade:
+    """Grade a typed response (bounded, parsed without eval or recursion)."""
+    text = str(response)[:MAX_RESPONSE].strip()
+    if not text:
+        return Grade(False, "Type an answer first.", readable=False)
+    if drill.form == "choice":
+        pick = text.lower()
+        match = [c for c in drill.choices if c.lower() == pick or c.lower().startswith(pick) and len(pick) >= 1]
+        if len(match) != 1:
+            return Grade(False, f"Answer one of: {', '.join(drill.choices)}.", readable=False)
+        right = match[0] == drill.answer
+        return Grade(right, "" if right else f"You said {match[0]}; the answer is {drill.answer}.")
+    if drill.form == "list":
+        parts = [p for p in re.split(r"[,\s;]+", text.strip("()[] ")) if p]
+        if isinstance(drill.answer[0], str):  # letters: a set, any order
+            got = sorted(p.upper() for p in parts)
+            right = got == sorted(drill.answer)
+            return Grade(right, "" if right else f"You chose {', '.join(got)}; the answer is {', '.join(drill.answer)}.")
+        values = [_number(p) for p in parts]
+        if any(v is None for v in values) or len(values) != len(drill.answer):
+            return Grade(False, f"Give {len(drill.answer)} numbers separated by commas.", readable=False)
+        off = [i for i, (v, a) in enumerate(zip(values, drill.answer)) if abs(v - a) > drill.tolerance + 1e-9]
+        return Grade(not off, "" if not off else f"Off by more than {drill.tolerance:g} at position(s) "
+                     + ", ".join(str(i + 1) for i in off) + ".")
+    value = _number(text)
+    if value is None:
+        return Grade(False, "Give a number (e.g. 2.31).", readable=False)
+    if drill.form == "int" and value != int(value):
+        return Grade(False, "Give a whole number.", readable=False)
+    right = abs(value - float(drill.answer)) <= drill.tolerance + 1e-9
+    tol = f" (within ±{drill.tolerance:g})" if drill.tolerance else ""
+    return Grade(right, "" if right else f"You said {value:g}; the answer is {drill.answer}{tol}.")

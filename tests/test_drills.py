@@ -1,0 +1,141 @@
+"""Drills: every kind's answer recomputed independently from its `given` over many seeds, grading, the CLI
+contract (python -m specviz drill)."""
+import json
+import math
+import subprocess
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from specviz.practice.drills import KINDS, grade, make
+
+ROOT = Path(__file__).resolve().parent.parent
+FORMULA = [k for k, v in KINDS.items() if not v.live]
+SEEDS = range(60)
+
+
+def recompute(kind, g):
+    """The answer from `given` alone, written independently of drills.py (exact fractions where it matters)."""
+    if kind in ("accept", "live-accept"):
+        return "accept" if Fraction(str(g["u"])) < min(1, Fraction(str(g["p"])) / Fraction(str(g["q"]))) else "reject"
+    if kind in ("residual", "live-residual"):
+        pos = [max(Fraction(0), Fraction(str(p)) - Fraction(str(q))) for p, q in zip(g["p"], g["q"])]
+        return [float(x / sum(pos)) for x in pos]
+    if kind == "tokens-per-pass":
+        return sum(g["a"] ** i for i in range(g["k"] + 1))
+    if kind == "walltime":
+        return sum(g["a"] ** i for i in range(g["k"] + 1)) / (g["k"] * g["c"] + g["v"])
+    if kind == "best-k":
+        gains = {k: sum(g["a"] ** i for i in range(k + 1)) / (k * g["c"] + g["v"]) for k in range(1, g["k_max"] + 1)}
+        k = max(gains, key=gains.get)
+        return k if gains[k] > 1 else 0
+    if kind == "acceptance-rate":
+        return sum(min(p, q) for p, q in zip(g["p"], g["q"]))
+    if kind == "kv-gib":
+        return 2 * g["layers"] * g["kv_heads"] * g["head_dim"] * g["bytes_per_value"] * g["batch"] * g["context"] / 1024 ** 3
+    if kind in ("greedy-verify", "live-greedy-verify"):
+        d, t = (g["draft_ids"], g["target_argmax_ids"]) if "draft_ids" in g else (g["drafts"], g["target_argmax"])
+        n = 0
+        while n < len(d) and d[n] == t[n]:
+            n += 1
+        return n
+    if kind == "roofline-batch":
+        b = 1
+        while 2 * b * g["tokens_per_seq"] / g["bytes_per_value"] < g["flops"] / g["bandwidth"]:
+            b += 1
+        return b
+    if kind == "beam-rank":
+        scores = [lp / n ** g["length_penalty"] for lp, n in g["hypotheses"]]
+        return g["names"][scores.index(max(scores))]
+    if kind == "live-beam-prune":
+        order = sorted(range(len(g["scores"])), key=lambda i: -g["scores"][i])
+        return sorted(g["names"][i] for i in order[:g["beams"]])
+    raise AssertionError(kind)
+
+
+def close(kind, drill, expected):
+    if isinstance(expected, list) and expected and isinstance(expected[0], float):
+        return all(abs(a - e) <= drill.tolerance for a, e in zip(drill.answer, expected))
+    if isinstance(expected, float):
+        return abs(drill.answer - expected) <= max(drill.tolerance, 1e-9) / 2 + 1e-9  # rounding inside tolerance
+    return drill.answer == expected
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("kind", FORMULA)
+def test_every_formula_drill_is_right_over_many_seeds(kind):
+    for seed in SEEDS:
+        d = make(kind, seed)
+        assert d.kind == kind and d.question and d.solution and d.page
+        assert close(kind, d, recompute(kind, d.given)), (kind, seed, d.given, d.answer)
+        assert make(kind, seed) == d  # deterministic by seed
+        assert grade(d, _typed(d.answer)).right  # the answer itself passes
+    assert len({make(kind, s).question for s in SEEDS}) > 20  # seeds give different drills
+
+
+def _typed(answer):
+    return ", ".join(f"{x}" for x in answer) if isinstance(answer, list) else str(answer)
+
+
+@pytest.mark.fast
+def test_grading_tolerance_and_bad_input():
+    d = make("tokens-per-pass", 3)
+    assert grade(d, str(d.answer + 0.009)).right and not grade(d, str(d.answer + 0.02)).right
+    wrong = grade(d, str(d.answer + 1))
+    assert not wrong.right and str(d.answer) in wrong.message
+    for bad in ("", "   ", "two", "1/0", "__import__('os')", "-" * 5000 + "1", "1e999999"):
+        g = grade(d, bad)
+        assert not g.right
+    acc = make("accept", 1)
+    assert grade(acc, acc.answer.upper()).right and not grade(acc, "maybe").readable
+    res = make("residual", 2)
+    assert not grade(res, "0.5, 0.5").readable  # too few numbers
+    assert make("best-k", 0).tolerance == 0 and make("kv-gib", 0).tolerance > 0
+
+
+@pytest.mark.fast
+def test_best_k_drills_include_dont_speculate():
+    assert any(make("best-k", s).answer == 0 for s in range(200))
+    assert any(make("best-k", s).answer > 1 for s in range(200))
+
+
+@pytest.mark.parametrize("kind", [k for k, v in KINDS.items() if v.live])
+def test_live_drills_use_the_models_own_numbers(models, kind):
+    for seed in range(3):
+        d = make(kind, seed, models)
+        assert close(kind, d, recompute(kind, d.given)), (kind, seed, d.given, d.answer)
+        assert grade(d, _typed(d.answer)).right
+        assert make(kind, seed, models) == d
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "specviz", "drill", *args], capture_output=True, text=True, cwd=ROOT)
+
+
+@pytest.mark.fast
+def test_cli_contract():
+    out = run_cli("--list", "--json")
+    assert out.returncode == 0
+    kinds = json.loads(out.stdout)
+    names = [k["kind"] for k in kinds]
+    for needed in ("accept", "residual", "tokens-per-pass", "walltime", "best-k", "acceptance-rate", "kv-gib",
+                   "greedy-verify"):
+        assert needed in names
+    for kind in ("accept", "residual", "walltime", "kv-gib", "best-k"):
+        out = run_cli("--kind", kind, "--seed", "7", "--json")
+        assert out.returncode == 0, out.stderr
+        d = json.loads(out.stdout)
+        assert {"kind", "question", "given", "answer", "tolerance", "solution"} <= set(d)
+        assert d["kind"] == kind
+        expected = recompute(kind, d["given"])
+        if isinstance(expected, float):
+            assert math.isclose(d["answer"], expected, abs_tol=d["tolerance"] or 1e-9)
+        elif isinstance(expected, list):
+            assert all(abs(a - e) <= d["tolerance"] for a, e in zip(d["answer"], expected))
+        else:
+            assert d["answer"] == expected
+    assert {"p", "q", "u"} <= set(json.loads(run_cli("--kind", "accept", "--seed", "1", "--json").stdout)["given"])
+    bad = run_cli("--kind", "nope", "--seed", "1")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
