@@ -1,0 +1,320 @@
+"""The Interview Q&A page as a learner uses it (AppTest): the quiz's shuffle per session, a round that ends with its
+summary, rubric partial credit, true/false and code cards graded, progress read back by a new session under the same
+name, and a mock interview to its verdict. Expectations come from the bank at run time; a kind of card the bank does
+not hold yet (its content is being written) is stood in for by one test card of that kind."""
+import dataclasses
+import uuid
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import specviz.qa as qa
+from specviz.practice import quiz as Q
+from specviz.practice.progress import Progress
+from specviz.qa import CodeCard, MockInterview, MockStep, Question, TrueClaim
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = "pages/6_Interview_QA.py"
+
+
+def _stand_ins(b: qa.Bank) -> qa.Bank:
+    """The bank, with one test card of each kind it lacks."""
+    extra = {}
+    if not any(len(q.rubric) >= 2 for q in b.questions):
+        extra["questions"] = b.questions + (Question(
+            "test-rubric", "test deck", "L5", "Why is verification nearly free at batch 1?", "Decode is memory-bound.",
+            "test", "", "One pass reads the weights once for K + 1 tokens.",
+            ("memory-bound decode", "weights read once", "K + 1 positions", "cost grows at large batch")),)
+    if not b.true_claims:
+        extra["true_claims"] = (TrueClaim("test-true", "Greedy verification is lossless with any drafter.",
+                                          "It keeps the target's argmax.", "test", "", "test deck", "L5"),)
+    if not b.code_cards:
+        extra["code_cards"] = (CodeCard("test-code", "test deck", "L5", "a rejection sampler",
+                                        "r = u < min(1, p[x] / q[x])\nif not r:\n    x = sample(p)\nreturn x", 3,
+                                        ("x = sample(q)", "x = sample(normalize(max(0, p - q)))", "x = argmax(p)"),
+                                        1, "Resample from the residual.", "test"),)
+    if not b.mocks:
+        step = lambda n: MockStep(f"Follow-up {n}?", ("point a", "point b"), "l4 says", "l5 says", "l6 says")
+        extra["mocks"] = (MockInterview("test-mock", "A test chain", "L6 names the numbers.",
+                                        (step(1), step(2), step(3))),)
+    return dataclasses.replace(b, **extra)
+
+
+@pytest.fixture
+def bank(monkeypatch):
+    b = _stand_ins(qa.bank())
+    monkeypatch.setattr(qa, "bank", lambda: b)  # the page and quiz_items read the bank through this name
+    return b
+
+
+def items():
+    return {i.id: i for i in qa.quiz_items()}
+
+
+def open_page(mode=None, name=None):
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    at.run()
+    at.switch_page(PAGE).run()
+    if name:
+        at.text_input(key="w_learner").set_value(name).run()
+    if mode:
+        at.radio(key="qa_mode").set_value(mode).run()
+    ok(at)
+    return at
+
+
+def ok(at):
+    assert not at.exception, [e.value for e in at.exception]
+    for box in at.text_area:  # every answer box is bounded
+        assert 0 < box.proto.max_chars <= Q.MAX_ANSWER or box.key == "w_prompt"
+
+
+def rnd(at) -> Q.Round:
+    return at.session_state["qa_round"]
+
+
+def metric(at, label):
+    return next(m.value for m in at.metric if m.label == label)
+
+
+def filter_to(at, topic, level, size=0):
+    at.multiselect(key="qa_topics").set_value([topic]).run()
+    at.multiselect(key="qa_levels").set_value([level]).run()
+    at.selectbox(key="qa_size").set_value(size).run()
+    ok(at)
+
+
+def answer(at, right: bool) -> float:
+    """Answer the current card as a learner would, right or wrong; returns the score it should get."""
+    r = rnd(at)
+    item = items()[r.current]
+    if item.kind == "question":
+        at.button(key="qa_reveal").click().run()
+        if item.rubric:
+            if right:
+                for j in range(len(item.rubric)):
+                    at.checkbox(key=f"qa_tick_{r.number}_{r.i}_{j}").check()
+            at.button(key="qa_score").click().run()
+        else:
+            at.button(key="qa_right" if right else "qa_wrong").click().run()
+    elif item.kind == "truefalse":
+        at.button(key="qa_true" if item.truth == right else "qa_false").click().run()
+        at.button(key="qa_next").click().run()
+    else:
+        c = item.code
+        at.selectbox(key=f"qa_line_{r.number}_{r.i}").set_value(c.bug_line if right else c.bug_line % 2 + 1).run()
+        at.radio(key=f"qa_fix_{r.number}_{r.i}").set_value(c.fix if right else (c.fix + 1) % len(c.fixes)).run()
+        at.button(key="qa_check").click().run()
+        at.button(key="qa_next").click().run()
+    ok(at)
+    return 1.0 if right else 0.0
+
+
+def walk_to(at, card_id):
+    """Answer the round's cards (right) until `card_id` is asked."""
+    while rnd(at).current != card_id:
+        assert not rnd(at).done, f"{card_id} not in the round"
+        answer(at, True)
+
+
+def test_two_sessions_ask_in_different_orders(bank):
+    a, b = open_page("Quiz"), open_page("Quiz")
+    oa, ob = rnd(a).order, rnd(b).order
+    assert len(oa) == len(ob) == 10 and oa != ob
+    full = lambda at: at.selectbox(key="qa_size").set_value(0).run()
+    full(a), full(b)
+    assert sorted(rnd(a).order) == sorted(rnd(b).order) == sorted(items()) and rnd(a).order != rnd(b).order
+    for at in (a, b):  # the card on screen is the round's first
+        assert any(m.value == f"### {items()[rnd(at).order[0]].prompt}" for m in at.markdown)
+        assert metric(at, "Question") == f"1 of {len(items())}"
+    # one session keeps its order across a visit to another page
+    before = rnd(a).order
+    a.switch_page("pages/1_Beam_search.py").run()
+    a.switch_page(PAGE).run()
+    assert rnd(a).order == before and a.radio(key="qa_mode").value == "Quiz"
+
+
+def smallest_group(min_cards=2):
+    groups = {}
+    for i in items().values():
+        groups.setdefault((i.topic, i.level), []).append(i)
+    return min((g for g in groups.values() if len(g) >= min_cards), key=len)
+
+
+def test_a_round_ends_with_its_summary_and_retries_the_missed(bank):
+    group = smallest_group()
+    at = open_page("Quiz")
+    filter_to(at, group[0].topic, group[0].level)
+    n = len(group)
+    assert sorted(rnd(at).order) == sorted(i.id for i in group)
+    wrong = []
+    for k in range(n):
+        assert metric(at, "Question") == f"{k + 1} of {n}"
+        if k % 2:
+            wrong.append(rnd(at).current)
+        answer(at, right=k % 2 == 0)
+    # the round ended: a summary, not the first card again
+    assert rnd(at).done
+    assert [b.key for b in at.button if b.key in ("qa_reveal", "qa_true", "qa_check")] == []
+    assert any(s.value == "Round done: summary" for s in at.subheader)
+    assert metric(at, "Score") == f"{n - len(wrong)} / {n}" and metric(at, "Missed") == str(len(wrong))
+    by_level, by_topic = (t.value for t in at.dataframe[:2])
+    assert list(by_level["Level"]) == [group[0].level] and list(by_level["Cards"]) == [n]
+    assert list(by_topic["Topic"]) == [group[0].topic]
+    assert len(at.main.expander) == len(wrong)  # the missed cards, each with its answer
+    assert all(items()[c].prompt in e.label for c, e in zip(wrong, at.main.expander))
+    # retry the missed: a new round of exactly those
+    number = rnd(at).number
+    at.button(key="qa_retry").click().run()
+    ok(at)
+    assert sorted(rnd(at).order) == sorted(wrong) and rnd(at).number == number + 1 and not rnd(at).scores
+    assert metric(at, "Question") == f"1 of {len(wrong)}"
+    # 'missed only' (no name: this session's answers) asks the same cards
+    at.toggle(key="qa_missed").set_value(True).run()
+    ok(at)
+    assert sorted(rnd(at).order) == sorted(wrong)
+    assert any("stores nothing" in c.value for c in at.caption)  # the page says nothing is kept without a name
+
+
+def test_rubric_ticks_give_partial_credit(bank):
+    q = next(q for q in bank.questions if len(q.rubric) >= 2)
+    at = open_page("Quiz")
+    filter_to(at, q.topic, q.level)
+    walk_to(at, q.id)
+    done, total = len(rnd(at).scores), rnd(at).total
+    at.button(key="qa_reveal").click().run()
+    ok(at)
+    if q.headline:
+        texts = [m.value for m in at.markdown]
+        head = next(k for k, t in enumerate(texts) if t.startswith("**Say this in 30 s:**"))
+        assert q.headline in texts[head] and texts.index(q.answer) > head  # the headline above the full answer
+    r = rnd(at)
+    boxes = [at.checkbox(key=f"qa_tick_{r.number}_{r.i}_{j}") for j in range(len(q.rubric))]
+    assert [b.label for b in boxes] == list(q.rubric)
+    boxes[0].check().run()
+    assert any(c.value.startswith(f"1 of {len(q.rubric)} points") for c in at.caption)
+    at.button(key="qa_score").click().run()
+    ok(at)
+    assert rnd(at).scores[q.id] == pytest.approx(1 / len(q.rubric))
+    assert metric(at, "Score") == f"{Q.fmt(total + 1 / len(q.rubric))} / {done + 1}"
+    assert st_history(at)[q.id] == pytest.approx(1 / len(q.rubric))
+
+
+def st_history(at):
+    return at.session_state["qa_history"]
+
+
+def test_true_false_cards_are_graded_both_ways(bank):
+    false = next(i for i in items().values() if i.kind == "truefalse" and i.truth is False)
+    true = next(i for i in items().values() if i.kind == "truefalse" and i.truth is True)
+    for item, said, right in ((false, "qa_true", False), (true, "qa_true", True)):
+        at = open_page("Quiz")
+        filter_to(at, item.topic, item.level)
+        walk_to(at, item.id)
+        assert at.button(key="qa_true") and at.button(key="qa_false")
+        assert not any(m.value == item.answer for m in at.markdown)  # no answer before the learner's
+        at.button(key=said).click().run()
+        ok(at)
+        assert rnd(at).scores[item.id] == (1.0 if right else 0.0)
+        if right:
+            assert at.success and "the claim is **true**" in at.success[0].value
+        else:
+            assert at.error and "the claim is **false**" in at.error[0].value
+        assert any(m.value == item.answer for m in at.markdown)  # the explanation after the verdict
+
+
+def test_a_code_card_is_graded_line_and_fix(bank):
+    item = next(i for i in items().values() if i.kind == "code")
+    c = item.code
+    at = open_page("Quiz")
+    filter_to(at, item.topic, item.level)
+    walk_to(at, item.id)
+    code = at.get("code")[0].proto
+    assert code.code_text == c.code and code.show_line_numbers
+    r = rnd(at)
+    assert at.button(key="qa_check").disabled  # nothing picked yet
+    assert list(at.selectbox(key=f"qa_line_{r.number}_{r.i}").options) == \
+        [str(n) for n in range(1, len(c.code.splitlines()) + 1)]
+    at.selectbox(key=f"qa_line_{r.number}_{r.i}").set_value(c.bug_line).run()
+    assert at.button(key="qa_check").disabled  # a line but no fix yet
+    at.radio(key=f"qa_fix_{r.number}_{r.i}").set_value((c.fix + 1) % len(c.fixes)).run()  # the right line, a wrong fix
+    at.button(key="qa_check").click().run()
+    ok(at)
+    assert rnd(at).scores[item.id] == 0.5
+    assert "Line: ✓ · fix: ✗" in at.error[0].value
+    assert c.code.splitlines()[c.bug_line - 1] in [x.proto.code_text for x in at.get("code")]
+    assert any(c.why in m.value for m in at.markdown)
+
+
+def test_progress_is_read_back_by_a_new_session_under_the_same_name(bank):
+    name = f"learner {uuid.uuid4().hex[:8]}"
+    group = smallest_group()
+    topic, level = group[0].topic, group[0].level
+    at = open_page("Quiz", name=name)
+    assert any(f"saved under **{name}**" in c.value for c in at.caption)
+    filter_to(at, topic, level)
+    missed = rnd(at).current
+    answer(at, right=False)
+    answer(at, right=True)
+    assert "Leitner box" in at.session_state["qa_note"]
+    p = Progress()
+    me = p.learner(name)
+    assert missed in p.missed(me) and len(p.cards(me)) == 2
+    # a new session, the same name: 'missed only' asks the card missed before, and only it
+    b = open_page("Quiz", name=name)
+    filter_to(b, topic, level)
+    b.toggle(key="qa_missed").set_value(True).run()
+    ok(b)
+    assert rnd(b).order == [missed]
+    assert any("2 cards seen" in c.value for c in b.caption)
+    # 'due cards first' (Leitner): the missed card is due now and comes first
+    b.toggle(key="qa_missed").set_value(False).run()
+    b.toggle(key="qa_due").set_value(True).run()
+    ok(b)
+    assert rnd(b).order[0] == missed and len(rnd(b).order) == len(group)
+    # a third session without the name knows nothing of it
+    c = open_page("Quiz")
+    filter_to(c, topic, level)
+    c.toggle(key="qa_missed").set_value(True).run()
+    assert rnd(c).order == [] and any("No missed card" in i.value for i in c.info)
+
+
+def test_a_mock_interview_reaches_its_verdict(bank):
+    mock = bank.mocks[0]
+    name = f"mock {uuid.uuid4().hex[:8]}"
+    at = open_page("Mock interview", name=name)
+    assert at.selectbox(key="qa_mock_pick").value == mock.id
+    at.toggle(key="qa_mock_timer").set_value(True).run()
+    ok(at)
+    assert any("left for this step" in m.value for m in at.markdown)  # the countdown
+    expected = []
+    for n, step in enumerate(mock.steps):
+        assert metric(at, "Step") == f"{n + 1} of {len(mock.steps)}"
+        assert any(m.value == f"### {step.question}" for m in at.markdown)
+        at.text_area(key=f"qa_mock_mine_{mock.id}_{n}").set_value("my answer").run()
+        at.button(key="qa_mock_reveal").click().run()
+        ok(at)
+        tabs = at.tabs
+        assert len(tabs) == 3
+        ticks = 1 if n == 0 else len(step.rubric)  # the first answer weak, the follow-ups complete
+        if step.rubric:
+            for j in range(ticks):
+                at.checkbox(key=f"qa_mock_tick_{mock.id}_{n}_{j}").check()
+            expected.append(ticks / len(step.rubric))
+        else:
+            at.radio(key=f"qa_mock_self_{mock.id}_{n}").set_value("Yes")
+            expected.append(1.0)
+        at.button(key="qa_mock_score").click().run()
+        ok(at)
+    v = Q.mock_verdict(expected)
+    assert any(s.value.startswith(f"Verdict: {v.level}") for s in at.subheader)
+    assert any(Q.VERDICT_RULE in m.value for m in at.markdown)
+    if mock.level_guide:
+        assert any(mock.level_guide in m.value for m in at.markdown)
+    p = Progress()
+    assert p.mocks(p.learner(name)) == [(mock.id, v.level, pytest.approx(v.mean))]
+    at.button(key="qa_mock_again").click().run()
+    ok(at)
+    assert metric(at, "Step") == f"1 of {len(mock.steps)}"
+    assert len(Progress().mocks(p.learner(name))) == 1  # recorded once
