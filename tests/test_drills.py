@@ -84,7 +84,7 @@ def test_grading_tolerance_and_bad_input():
     d = make("tokens-per-pass", 3)
     assert grade(d, str(d.answer + 0.009)).right and not grade(d, str(d.answer + 0.02)).right
     wrong = grade(d, str(d.answer + 1))
-    assert not wrong.right and str(d.answer) in wrong.message
+    assert not wrong.right and str(d.answer) not in wrong.message  # a retry must still be a test
     for bad in ("", "   ", "two", "1/0", "__import__('os')", "-" * 5000 + "1", "1e999999"):
         g = grade(d, bad)
         assert not g.right

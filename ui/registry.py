@@ -31,6 +31,8 @@ PAGES = [
              "no draft model: a 2-D Jacobi window, an n-gram pool, and verification in the same pass"),
     PageInfo("pages/8_Serving_lab.py", "Serving lab", "🏭",
              "KV-cache memory, the roofline, and why speculation stops paying at large batch (measured and calculated)"),
+    PageInfo("pages/10_Practice.py", "Practice drills", "🏋️",
+             "exercises with exact answers from the formulas and the model's own cycles, graded, with worked solutions"),
     PageInfo("pages/6_Interview_QA.py", "Interview Q&A", "🎓",
              "questions at interview depth, misconceptions, a self-graded quiz"),
 ]

@@ -448,14 +448,14 @@ def grade(drill: Drill, response: str) -> Grade:
         match = [c for c in drill.choices if c.lower() == pick or c.lower().startswith(pick) and len(pick) >= 1]
         if len(match) != 1:
             return Grade(False, f"Answer one of: {', '.join(drill.choices)}.", readable=False)
-        right = match[0] == drill.answer
-        return Grade(right, "" if right else f"You said {match[0]}; the answer is {drill.answer}.")
+        right = match[0] == drill.answer  # the messages never give the answer away: the learner may try again
+        return Grade(right, "" if right else f"You said {match[0]}.")
     if drill.form == "list":
         parts = [p for p in re.split(r"[,\s;]+", text.strip("()[] ")) if p]
         if isinstance(drill.answer[0], str):  # letters: a set, any order
             got = sorted(p.upper() for p in parts)
             right = got == sorted(drill.answer)
-            return Grade(right, "" if right else f"You chose {', '.join(got)}; the answer is {', '.join(drill.answer)}.")
+            return Grade(right, "" if right else f"You chose {', '.join(got)}.")
         values = [_number(p) for p in parts]
         if any(v is None for v in values) or len(values) != len(drill.answer):
             return Grade(False, f"Give {len(drill.answer)} numbers separated by commas.", readable=False)
@@ -468,5 +468,5 @@ def grade(drill: Drill, response: str) -> Grade:
     if drill.form == "int" and value != int(value):
         return Grade(False, "Give a whole number.", readable=False)
     right = abs(value - float(drill.answer)) <= drill.tolerance + 1e-9
-    tol = f" (within ±{drill.tolerance:g})" if drill.tolerance else ""
-    return Grade(right, "" if right else f"You said {value:g}; the answer is {drill.answer}{tol}.")
+    tol = f"more than ±{drill.tolerance:g} from the answer" if drill.tolerance else "not the answer"
+    return Grade(right, "" if right else f"You said {value:g}: {tol}.")
