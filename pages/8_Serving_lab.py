@@ -2,11 +2,20 @@
 import pandas as pd
 import streamlit as st
 
-from ui.common import chart, get_models, sidebar
+from ui.common import chart, get_models, keep, sidebar, slider
 
 from specviz import batched as BT
 from specviz import serving as S
 from specviz.figures import serving as F
+
+
+
+def kept(key: str, default):
+    """A setting kept across page switches (ui.common.keep): its widget is then created with key= and no value=."""
+    keep(key)
+    st.session_state.setdefault(key, default)
+    return key
+
 
 settings = sidebar()
 st.title("Serving lab")
@@ -18,41 +27,54 @@ models = get_models(settings)
 embedded = S.shape_of(models.target, "this app's target (SmolLM2-135M)")
 shapes = [embedded] + S.KNOWN_SHAPES
 if models.draft is not None:
-    shapes.append(S.shape_of(models.draft, "this app's token draft (1 layer)"))
+    shapes.append(S.shape_of(models.draft, "this app's token draft (1 layer)", shared_with=models.target))
 
 st.subheader("1 · KV-cache memory (calculated)")
 st.latex(r"\text{bytes per token} = 2 \cdot \text{layers} \cdot \text{KV heads} \cdot \text{head dim} \cdot \text{bytes per value}")
+DTYPES = {"bf16 (2 B)": 2, "fp8 (1 B)": 1, "fp32 (4 B)": 4}
 c1, c2, c3, c4 = st.columns(4)
-batch = c1.select_slider("Batch (requests)", [1, 2, 4, 8, 16, 32, 64, 128, 256], value=32, key="sv_batch")
+batch = c1.select_slider("Batch (requests)", [1, 2, 4, 8, 16, 32, 64, 128, 256], key=kept("sv_batch", 32))
 context = c2.select_slider("Context per request (tokens)", [512, 1024, 2048, 4096, 8192, 16384, 32768, 131072],
-                           value=32768, key="sv_ctx")
-dtype = c3.radio("KV dtype", ["bf16 (2 B)", "fp8 (1 B)", "fp32 (4 B)"], key="sv_dtype", horizontal=True)
-bytes_per_value = {"bf16 (2 B)": 2, "fp8 (1 B)": 1, "fp32 (4 B)": 4}[dtype]
-beams = c4.slider("Beams per request", 1, 8, 1, key="sv_beams",
-                  help="Beam search keeps B hypotheses per request, each with its own KV for the generated tokens.")
+                           key=kept("sv_ctx", 32768))
+beams = slider(c3, "Beams per request", "sv_beams", 1, 8, 1,
+               help="Beam search keeps B hypotheses per request, each with its own KV for the generated tokens.")
+with c4:
+    dtype = st.radio("KV-cache dtype", list(DTYPES), key=kept("sv_dtype", "bf16 (2 B)"), horizontal=True)
+    wdtype = st.radio("Weight dtype", list(DTYPES), key=kept("sv_wdtype", "bf16 (2 B)"), horizontal=True,
+                      help="Chosen apart from the KV cache's: an fp8 KV cache is often served beside bf16 weights.")
+bytes_per_value, weight_bytes = DTYPES[dtype], DTYPES[wdtype]
 d1, d2 = st.columns(2)
-prompt = d1.slider("Prompt tokens (shared by the beams of a request)", 0, context, min(2048, context), key="sv_prompt",
+keep("sv_prompt")
+if st.session_state.get("sv_prompt", 0) > context:  # a shorter context than the kept prompt: the prompt fits it
+    st.session_state["sv_prompt"] = context
+prompt = d1.slider("Prompt tokens (shared by the beams of a request)", 0, context, key=kept("sv_prompt", min(2048, context)),
                    step=max(1, context // 64))
-share = d2.toggle("Share the prompt's KV across beams (prefix sharing / copy-on-write)", value=True, key="sv_share")
+share = d2.toggle("Share the prompt's KV across beams (prefix sharing / copy-on-write)", key=kept("sv_share", True))
+kv_col, w_col = f"KV at batch {batch} × {context}, {dtype.split()[0]} (GiB)", f"weights, {wdtype.split()[0]} (GiB)"
 rows = [{"model": s.name, "layers": s.layers, "KV heads": s.kv_heads, "head dim": s.head_dim,
          "KV per token (KiB)": S.kv_bytes_per_token(s, bytes_per_value) / 1024,
-         f"KV at batch {batch} × {context} (GiB)": S.kv_cache_bytes(s, batch, context, bytes_per_value, beams, prompt,
-                                                                     share) / S.GIB,
-         "weights (GiB)": s.params * bytes_per_value / S.GIB, "source": s.source} for s in shapes]
+         kv_col: S.kv_cache_bytes(s, batch, context, bytes_per_value, beams, prompt, share) / S.GIB,
+         w_col: s.params * weight_bytes / S.GIB, "source": s.source} for s in shapes]
 # a static table: it wraps the long "source" notes instead of cutting them in a scrolling grid
-st.table(pd.DataFrame(rows).style.format({"KV per token (KiB)": "{:.2f}", "weights (GiB)": "{:.2f}",
-                                          f"KV at batch {batch} × {context} (GiB)": "{:.2f}"}).hide(axis="index"))
+st.table(pd.DataFrame(rows).style.format({"KV per token (KiB)": "{:.2f}", w_col: "{:.2f}", kv_col: "{:.2f}"})
+         .hide(axis="index"))
 chart(F.kv_memory(S.KNOWN_SHAPES[:2] + [embedded], batch, [512 * 2 ** i for i in range(9)], bytes_per_value,
-                            beams, prompt, share, budget_gib=80), key="sv_kv")
+                            beams, prompt, share, budget_gib=80e9 / S.GIB), key="sv_kv")
 big = S.KNOWN_SHAPES[1]
+big_weights, big_kv = big.params * 2, S.kv_cache_bytes(big, 1, 32768, 2)
 st.markdown(
     f"A {big.name} model keeps **{S.kv_bytes_per_token(big, 2) / 1024:.0f} KiB per token** in bf16 "
     f"(2 · {big.layers} · {big.kv_heads} · {big.head_dim} · 2 B): one 32k-token request holds "
-    f"**{S.kv_cache_bytes(big, 1, 32768, 2) / S.GIB:.0f} GiB**, more than an 80 GB GPU has left after its "
-    f"{big.params * 2 / S.GIB:.0f} GiB of weights — hence tensor parallelism, fp8 KV and grouped-query attention "
+    f"**{big_kv / S.GIB:.0f} GiB**. Its weights alone, {big_weights / S.GIB:.0f} GiB in bf16, are more than one "
+    f"80 GB GPU holds ({80e9 / S.GIB:.1f} GiB): they need at least **{S.gpus_for(big_weights)} GPUs** before any "
+    f"KV cache, and with one such request beside them still {S.gpus_for(big_weights + big_kv)} — hence tensor "
+    "parallelism (the weights and the KV heads split across GPUs), fp8 weights and KV, and grouped-query attention "
     "(8 KV heads for 64 query heads: 8× less KV than multi-head attention). Beam search multiplies the generated "
     "tokens' KV by B; with prefix sharing the prompt is held once. The draft keeps a KV cache of its own too "
-    "(the last row of the table for this app's token draft).")
+    "(the last row of the table for this app's token draft). The weights column is at the weight dtype chosen "
+    "above, the KV columns at the KV-cache dtype; for this app's models it counts the weights as loaded (the packed "
+    "linear layers included, the tied embedding once; the draft's row only its own layer and head, its embedding "
+    "being the target's).")
 
 st.subheader("2 · The roofline: when decode stops being memory-bound")
 if st.button("Measure this CPU (bandwidth and matmul throughput, ~2 s)", key="sv_measure_cpu"):
@@ -61,8 +83,12 @@ if st.button("Measure this CPU (bandwidth and matmul throughput, ~2 s)", key="sv
 cpu = st.session_state.get("sv_cpu")
 devices = [S.H100_SXM] + ([S.this_cpu(*cpu)] if cpu else [])
 r1, r2 = st.columns([1, 2])
-shape = r1.selectbox("Model shape", shapes[1:3] + shapes[:1], format_func=lambda s: s.name, key="sv_shape")
-k = r1.slider("K (draft tokens per verify)", 1, 8, 4, key="sv_k")
+by_name = {s.name: s for s in shapes[1:3] + shapes[:1]}
+if st.session_state.get("sv_shape", st.session_state.get("_keep_sv_shape")) not in by_name:
+    st.session_state.pop("sv_shape", None)  # a kept name from other models: back to the first shape
+    st.session_state.pop("_keep_sv_shape", None)
+shape = by_name[r1.selectbox("Model shape", list(by_name), key=kept("sv_shape", next(iter(by_name))))]
+k = slider(r1, "K (draft tokens per verify)", "sv_k", 1, 8, 4)
 batches = [1, 2, 4, 8, 16, 32, 64, 128, 256]
 chart(container=r2, fig=F.roofline(devices, shape, batches, k, 2), key="sv_roof")
 for d in devices:
@@ -84,11 +110,11 @@ st.markdown("Below the ridge a verify of K+1 tokens costs about one step, so spe
             "attention over its own KV stays memory-bound, which keeps v lower and lets speculation pay at larger "
             "batches again.")
 s1, s2 = st.columns([1, 2])
-ctx = s1.select_slider("Context per sequence (tokens)", [128, 1024, 8192, 32768, 131072], value=128, key="sv_spec_ctx",
+ctx = s1.select_slider("Context per sequence (tokens)", [128, 1024, 8192, 32768, 131072], key=kept("sv_spec_ctx", 128),
                        help="Longer context: more KV to read per sequence, which no batch shares.")
-a = s1.slider("Acceptance rate a", 0.0, 0.95, 0.55, 0.05, key="sv_a",
-              help="The shipped drafts accept about half of their tokens greedily (models/README.md).")
-c_gpu = s1.slider("c for the GPU calculation (draft step / target step)", 0.0, 0.3, 0.05, 0.01, key="sv_c")
+a = slider(s1, "Acceptance rate a", "sv_a", 0.0, 0.95, 0.55, step=0.05,
+           help="The shipped drafts accept about half of their tokens greedily (models/README.md).")
+c_gpu = slider(s1, "c for the GPU calculation (draft step / target step)", "sv_c", 0.0, 0.3, 0.05, step=0.01)
 if s1.button("Measure v(B) and c(B) here (target and token draft, B = 1…16, ~1 min)", key="sv_grid"):
     bar = st.progress(0.0, text="measuring…")
     st.session_state["sv_grid_result"] = S.forward_grid(models.target, models.draft, [1, 2, 4, 8, 16], k,
@@ -114,8 +140,11 @@ chart(container=s2, fig=F.speedup_vs_batch(grid, a, calc, measured), key="sv_spe
 if grid:
     s1.dataframe(pd.DataFrame(grid["rows"]).style.format("{:.2f}", subset=["target_ms", "verify_ms", "draft_ms", "v", "c"]),
                  hide_index=True)
+    g0, g1 = grid["rows"][0], grid["rows"][-1]
     s1.caption(f"Measured here, K = {grid['k']}, {grid['context']} tokens of context per sequence; noisy when the machine "
-               "is busy. On this CPU v grows quickly with batch: its cores are compute-bound far earlier than a GPU.")
+               f"is busy. v went from {g0['v']:.2f} at B = {g0['batch']} to {g1['v']:.2f} at B = {g1['batch']}"
+               + (": these cores reach their compute limit at a far smaller batch than a GPU." if g1["v"] > 1.1 * g0["v"]
+                  else "."))
 else:
     s1.caption("Press the button to put this machine's measured curve beside the calculation.")
 
@@ -137,20 +166,32 @@ if measured:
     worst = measured["runs"][-1]
     if measured.get("conditions"):
         st.caption("Conditions: " + measured["conditions"])
+    vs = measured["grid"]["rows"]
+    v_lo, v_hi = vs[0], vs[-1]
+    grows = v_hi["v"] > 1.1 * v_lo["v"]
     st.markdown(
         f"**Why the points sit where they do.** The dash-dot curve is the prediction for this run: the forward costs "
         f"measured at the same K = {measured['k']}, and a = {measured['a']:.2f}, the acceptance that gives the "
         f"sequences' mean of {worst['mean_tokens_per_pass']:.2f} tokens per pass at B = {worst['batch']}. It assumes "
-        "every sequence gets that mean on every step. A real batch does not: **ragged acceptance** — each sequence "
-        "accepts its own number of drafts but the batch steps together, so it runs until its slowest sequence has "
-        f"its tokens; at B = {worst['batch']} the whole batch got {worst['batch_tokens_per_pass']:.2f} tokens per "
-        f"verify pass, not {worst['mean_tokens_per_pass']:.2f} (the open diamonds redo the prediction with the "
-        "batch's own figure). **Padding waste:** a sequence that has "
-        "finished or rejected drafts still fills its K+1 rows in every verify and its row in every draft step. "
-        "**CPU compute-bound:** on two CPU cores a verify of B·(K+1) rows is compute-bound already at small B (v in "
-        "the grid grows with B), so the free verification speculation relies on is gone well before B = 16; on a "
-        "GPU the same step stays memory-bound to a batch of a few dozen (section 2). At B = 1 nothing is ragged and "
-        "the measured speedup is the single-sequence one. Timings are wall-clock on a shared machine: noisy, the "
+        "every sequence gets that mean on every step. This run's batch does not: **ragged acceptance in a static "
+        "batch** — each sequence accepts its own number of drafts, but the B sequences here enter together and step "
+        "together, so the batch runs until its slowest sequence has its tokens; at "
+        f"B = {worst['batch']} the whole batch got {worst['batch_tokens_per_pass']:.2f} tokens per verify pass, not "
+        f"{worst['mean_tokens_per_pass']:.2f} (the open diamonds redo the prediction with the batch's own figure). "
+        "**Padding waste:** a sequence that has finished or rejected drafts still fills its K+1 rows in every verify "
+        "and its row in every draft step. A serving engine with **continuous batching** (vLLM, SGLang: the scheduler "
+        "loop of section 4) does not wait for the slowest sequence: at every step each sequence advances by its own "
+        "accepted count, a finished request leaves the batch and a waiting one takes its slot, and the KV slots of "
+        "rejected drafts are freed. What stays is the verify's cost: every running sequence's K+1 rows are computed "
+        "whether its drafts are accepted or not. "
+        f"**The verify's cost on this CPU:** in the run's grid a verify of K+1 = {measured['k'] + 1} tokens cost "
+        f"v = {v_lo['v']:.2f} steps at B = {v_lo['batch']} and {v_hi['v']:.2f} at B = {v_hi['batch']}"
+        + (": on two CPU cores the B·(K+1) rows of a verify are compute-bound already at small B, and the nearly free "
+           "verification speculation relies on fades as the batch grows" if grows else
+           ": in this run it did not grow with the batch") +
+        f"; on the {S.H100_SXM.name} the linear layers of such a verify stay memory-bound up to B ≈ "
+        f"{S.compute_bound_batch(S.H100_SXM, measured['k'] + 1)} (calculated, section 2). At B = 1 nothing is ragged "
+        "and the measured speedup is the single-sequence one. Timings are wall-clock on a shared machine: noisy, the "
         "grid (a handful of forwards per cell) most of all.")
 
 st.subheader("4 · Where speculation sits in a serving engine")

@@ -18,7 +18,13 @@ Ragged sequences are handled by the mask alone, never by moving keys around:
   A masked slot gets weight exactly 0 after the softmax, so the holes change nothing but float summation
   order. (A paged server frees those slots instead; here they stay until the run ends.)
 - A finished sequence (EOS or its token budget) stays in the batch, fed a dummy token whose slots are
-  holes: padding waste, as in a static batch. The step count is set by the slowest sequence.
+  holes: padding waste. The step count is set by the slowest sequence.
+
+This is a STATIC batch: the B requests start together and the batch runs until its slowest sequence is
+done. A server with continuous batching (vLLM, SGLang) does not wait: each sequence advances by its own
+accepted count at every step, a finished request leaves the batch and a waiting one takes its slot, and the
+KV slots of rejected drafts are freed. What it cannot avoid is the verify's cost: every running sequence's
+K+1 rows are computed whether its drafts are accepted or not.
 
 Exactness: greedy output per sequence equals plain greedy (plain.py) for each prompt alone, and batched
 speculative greedy equals batched greedy, as far as float arithmetic allows: a batch of B rows or K+1

@@ -63,14 +63,47 @@ H100_SXM = Device("H100 SXM (datasheet)", 3.35e12, 989e12,
                   "NVIDIA H100 SXM datasheet: 3.35 TB/s HBM3, 989 TFLOP/s dense BF16 tensor core")
 
 
-def shape_of(model, name: str) -> ModelShape:
-    """The shape of a loaded transformers model, read from its config."""
+def loaded_weights(model, shared_with=None) -> int:
+    """Weight values the loaded model holds: its parameters and the weights of its oneDNN-packed linear layers
+    (buffers, not parameters: specviz/packed.py), each tensor once. With tied embeddings the packed LM head is
+    the embedding's values again (a reordered copy) and is not counted twice. shared_with: a model whose
+    tensors this one borrows (a draft assembled on the target shares its embedding): those are left out, so
+    the figure is what loading this model adds."""
+    from .packed import PackedLinear
+
+    def tensors(m) -> dict[int, int]:
+        out = {id(p): p.numel() for p in m.parameters()}
+        tied = getattr(m.config, "tie_word_embeddings", False)
+        head = m.get_output_embeddings() if hasattr(m, "get_output_embeddings") else None
+        for mod in m.modules():
+            if isinstance(mod, PackedLinear) and not (tied and mod is head):
+                out[id(mod.packed)] = mod.out_features * mod.in_features
+                if mod.bias is not None:
+                    out[id(mod.bias)] = mod.bias.numel()
+        return out
+
+    mine = tensors(model)
+    borrowed = tensors(shared_with) if shared_with is not None else {}
+    return sum(n for t, n in mine.items() if t not in borrowed)
+
+
+def shape_of(model, name: str, shared_with=None) -> ModelShape:
+    """The shape of a loaded transformers model, read from its config; its weight count from what is loaded
+    (loaded_weights: packed linear layers included, tied embeddings once, tensors borrowed from `shared_with`
+    left out)."""
     cfg = model.config
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
     kv = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
-    params = sum(p.numel() for p in model.parameters())
+    params = loaded_weights(model, shared_with)
     return ModelShape(name, cfg.num_hidden_layers, cfg.num_attention_heads, kv, head_dim, float(params),
-                      "read from the loaded model's config")
+                      "read from the loaded model's config; weights counted as loaded" +
+                      ("; its embedding is the target's (shared, counted there)" if shared_with is not None else ""))
+
+
+def gpus_for(nbytes: float, gpu_bytes: float = 80e9) -> int:
+    """The fewest GPUs of `gpu_bytes` each whose memory together holds `nbytes` (weights alone: nothing left
+    for the KV cache or activations, so a real deployment needs more)."""
+    return max(1, math.ceil(nbytes / gpu_bytes))
 
 
 def kv_bytes_per_token(shape: ModelShape, bytes_per_value: int = 2) -> int:

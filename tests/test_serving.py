@@ -117,3 +117,68 @@ def test_serving_page_puts_the_measured_batched_runs_on_the_speedup_chart():
     at.run()
     assert next(t for t in speed_chart() if t["name"].startswith("measured:"))["y"] == [0.5, 0.5, 0.5]
     assert any("run just now in this session" in m.value for m in at.markdown)
+
+
+def test_loaded_weights_count_packed_linear_layers_and_tied_embeddings_once(tiny_llama):
+    """Packed linear layers keep their weights in buffers, not parameters: the count must not fall when a model
+    is packed, the tied LM head counts once, and a draft that borrows the target's embedding counts only its own."""
+    import copy
+
+    from specviz.drafters.build import assemble
+    from specviz.packed import pack_linears
+
+    model = copy.deepcopy(tiny_llama[0])
+    layer, norm = copy.deepcopy(model.model.layers[:1]), copy.deepcopy(model.model.norm)  # a draft's, below
+    plain = sum(p.numel() for p in model.parameters())  # parameters() yields the tied embedding once
+    assert S.loaded_weights(model) == plain
+    assert pack_linears(model) > 0
+    assert S.loaded_weights(model) == plain
+    assert S.shape_of(model, "tiny").params == plain
+    # a one-layer draft on it: its own layer and norm, the embedding and head the target's
+    draft = assemble(model, layer, norm)
+    assert pack_linears(draft) > 0
+    own = S.loaded_weights(draft, shared_with=model)
+    per_layer = (plain - model.model.embed_tokens.weight.numel() - model.model.norm.weight.numel()) // 2
+    assert own == per_layer + norm.weight.numel()
+    assert S.loaded_weights(draft) > own  # alone it counts the borrowed embedding too
+
+
+@pytest.mark.fast
+def test_gpus_for_the_weights_alone():
+    llama70 = S.KNOWN_SHAPES[1]
+    assert S.gpus_for(llama70.params * 2) == 2  # 141 GB of bf16 weights: more than one 80 GB GPU
+    assert S.gpus_for(llama70.params * 1) == 1  # fp8: 71 GB fits one
+    assert S.gpus_for(1) == 1
+
+
+def _serving_table(at) -> dict:
+    df = at.table[0].value
+    return {row["model"]: row for row in df.to_dict("records")}
+
+
+def test_serving_page_weights_follow_their_own_dtype_and_count_the_loaded_target():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    at.run()
+    at.switch_page("pages/8_Serving_lab.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    table = _serving_table(at)
+    weights = next(c for c in at.table[0].value.columns if c.startswith("weights"))
+    assert weights == "weights, bf16 (GiB)"
+    target = next(v for k, v in table.items() if "target" in k)
+    draft = next(v for k, v in table.items() if "draft" in k)
+    assert target[weights] == pytest.approx(134.5e6 * 2 / S.GIB, rel=0.02)  # ~0.25 GiB, not the embedding alone
+    assert draft[weights] < target[weights] / 5
+    seventy = next(v for k, v in table.items() if "70B" in k)
+    at.radio(key="sv_dtype").set_value("fp32 (4 B)").run()  # the KV dtype moves the KV columns, not the weights
+    table2 = _serving_table(at)
+    assert next(v for k, v in table2.items() if "70B" in k)["weights, bf16 (GiB)"] == seventy[weights]
+    kv = next(c for c in at.table[0].value.columns if c.startswith("KV at"))
+    assert "fp32" in kv
+    at.radio(key="sv_wdtype").set_value("fp8 (1 B)").run()
+    table3 = _serving_table(at)
+    assert next(v for k, v in table3.items() if "70B" in k)["weights, fp8 (GiB)"] == pytest.approx(seventy[weights] / 2)
+    text = " ".join(m.value for m in at.markdown)
+    assert "at least **2 GPUs**" in text and "more than an 80 GB GPU has left" not in text
+    assert "static batch" in text and "continuous batching" in text

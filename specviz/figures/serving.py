@@ -19,8 +19,8 @@ def kv_memory(shapes, batch: int, contexts, bytes_per_value: int, beams: int, pr
                                  hovertemplate="%{x} tokens: %{y:.2f} GiB<extra>" + s.name + "</extra>"))
     if budget_gib:  # a trace, not add_hline: on a log axis shapes take log10 coordinates
         fig.add_trace(go.Scatter(x=[min(contexts), max(contexts)], y=[budget_gib] * 2, mode="lines+text",
-                                 line=dict(color="#777", dash="dot"), name=f"{budget_gib:g} GiB (one 80 GB GPU)",
-                                 text=["", f"{budget_gib:g} GiB"], textposition="top left", hoverinfo="skip"))
+                                 line=dict(color="#777", dash="dot"), name=f"{budget_gib:.1f} GiB (one 80 GB GPU)",
+                                 text=["", f"{budget_gib:.1f} GiB"], textposition="top left", hoverinfo="skip"))
     fig.update_layout(height=340, margin=dict(l=10, r=10, t=40, b=10), xaxis_title="context (tokens per sequence)",
                       yaxis_title="KV cache (GiB)", xaxis_type="log", yaxis_type="log", xaxis_dtick=1, yaxis_dtick=1,  # powers of 10 only
                       legend=dict(orientation="h", y=-0.25),
