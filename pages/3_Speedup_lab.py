@@ -1,14 +1,16 @@
 """The speedup formulas, live, with a and c measured from real runs beside the theory."""
 import streamlit as st
 
-from ui.common import chart, encode, get_models, sidebar
+from ui.common import chart, encode, get_models, keep, sidebar, slider
 
+from specviz.compare import estimate_note, load_bench, packing_note
 from specviz.drafters import drafter_choices, make_drafter
 from specviz.figures import speedup as F
 from specviz.measure import speculative_vs_plain, verify_cost_profile
 from specviz.theory import best_k, expected_tokens, speculation_pays, walltime_improvement
 
 settings = sidebar()
+bench = load_bench()  # the committed benchmark: its figures are quoted from its JSON, with its date
 st.title("Speedup lab")
 st.caption("How much faster is speculative decoding? It depends on three numbers: the acceptance rate a, the "
            "draft length K and the draft's cost c relative to one target step (Leviathan et al. 2023).")
@@ -24,9 +26,9 @@ def use_measured():
 
 
 c1, c2, c3 = st.columns(3)
-a = c1.slider("Acceptance rate a", 0.0, 0.99, 0.7, 0.01, key="sl_a")
-K = c2.slider("Draft length K", 1, 16, 4, key="sl_k")
-c = c3.slider("Draft cost ratio c", 0.0, 1.0, 0.1, 0.01, key="sl_c")
+a = slider(c1, "Acceptance rate a", "sl_a", 0.0, 0.99, 0.7, step=0.01)
+K = slider(c2, "Draft length K", "sl_k", 1, 16, 4)
+c = slider(c3, "Draft cost ratio c", "sl_c", 0.0, 1.0, 0.1, step=0.01)
 tau = expected_tokens(a, K)
 m = st.columns(3)
 m[0].metric("Expected tokens per target pass", f"{tau:.4f}", help="$(1 - a^{K+1}) / (1 - a)$")
@@ -42,6 +44,7 @@ if speculation_pays(a, c):
 else:
     st.warning(rule + f" Here a = {a:g} ≤ c = {c:g}: **don't speculate**.")
 
+keep("sl_v")
 with_v = st.toggle("Add the verify cost v measured on this machine (a (K+1)-token forward ÷ a 1-token forward)",
                    key="sl_v")
 
@@ -91,6 +94,7 @@ if measured:
     u1, u2 = st.columns([1, 2])
     u1.button("Use the measured a, c, v", key="sl_use", on_click=use_measured,
               help="Set a, c and K to the last run's and draw the estimate at its measured a, c, v (red dotted).")
+    keep("sl_through")
     if st.session_state.get("sl_through"):
         u2.toggle("Show the curve at the measured a, c, v", key="sl_through")
     elif abs(a - measured["a"]) > 0.005 or abs(c - measured["c"]) > 0.0005:
@@ -103,11 +107,13 @@ st.subheader("Measure it on the current prompt")
 models = get_models(settings)
 d1, d2, d3 = st.columns(3)
 kinds = drafter_choices(models)
+keep("sl_drafter")
 if st.session_state.get("sl_drafter") not in kinds:
     st.session_state.pop("sl_drafter", None)
+    st.session_state.pop("_keep_sl_drafter", None)
 drafter_name = d1.selectbox("Drafter", list(kinds), key="sl_drafter")
-mk = d2.slider("K for the measurement", 1, 16, 4, key="sl_mk")
-max_new = d3.slider("New tokens", 16, 128, 48, key="sl_max")
+mk = slider(d2, "K for the measurement", "sl_mk", 1, 16, 4)
+max_new = slider(d3, "New tokens", "sl_max", 16, 128, 48)
 if st.button("Run plain and speculative decoding", type="primary", key="sl_run"):
     ids = encode(models, settings, max_new)
     drafter = make_drafter(kinds[drafter_name], models, early_exit_layers=4)
@@ -137,8 +143,7 @@ if measured:
                "(Python per step, sampling and bookkeeping, the first pass that also prefills the prompt). Above: "
                "acceptance is not i.i.d. — accepted tokens cluster in predictable stretches, which gives more "
                "tokens per pass than independent draws with the same mean a — and a verify pass can cost less in "
-               "the run than in the isolated timing of v. The benchmark has runs at 106 % and 117 % of the "
-               "machine-aware estimate.")
+               "the run than in the isolated timing of v. " + (estimate_note(bench) if bench else ""))
     h1, h2 = st.columns(2)
     if r["per_position"]:
         chart(container=h1, fig=F.position_histogram(r["per_position"], r["reached"]), key="sl_pos")
@@ -152,10 +157,6 @@ st.markdown(
     "reads the same weights once and does K+1 times the arithmetic, so on a GPU the verify pass costs about as "
     "much as one step while the pass stays memory-bound (small batch; the KV cache is read once too). On a CPU that "
     "holds only if the matrix code streams the weights once for all K+1 rows. "
-    "PyTorch's plain `nn.Linear` on CPU does not quite: it re-packs each weight on every call, and on this "
-    "project's 2-core machine, in the benchmark of 2026-11-23, one step took 53.4 ms instead of 25.5 ms and the "
-    "token draft at K = 4 ran at 0.91× plain greedy. SpecViz packs the weights once for oneDNN when it loads a "
-    "model on CPU (`specviz/packed.py`): greedy got 1.89× faster, and a verify pass costs more than one step but "
-    "far less than K+1 (same run: v = 1.10 for 3 tokens, 1.22 for 5, 1.57 for 9), which is what turns the "
-    "token draft from a slowdown into a speedup here (1.12× at K = 4). Toggle the measured v above to see "
-    "this machine's numbers.")
+    "PyTorch's plain `nn.Linear` on CPU does not quite: it re-packs each weight on every call. "
+    + (packing_note(bench) if bench else "SpecViz packs the weights once for oneDNN when it loads a model on CPU "
+       "(`specviz/packed.py`). Toggle the measured v above to see this machine's numbers."))

@@ -77,8 +77,10 @@ def improvement(a: float, c: float, v_of_k=None, k_max: int = 16, measured=None,
         if chosen:
             kb = best_k(av, c, 1.0, k_max)
             if kb:
-                fig.add_trace(go.Scatter(x=[kb], y=[walltime_improvement(av, kb, c)], mode="markers+text",
-                                         marker=dict(size=14, symbol="star", color="black"), text=[f"best K = {kb}"],
+                best = walltime_improvement(av, kb, c)
+                fig.add_trace(go.Scatter(x=[kb], y=[best], mode="markers+text",
+                                         marker=dict(size=14, symbol="star", color="black"),
+                                         text=[f"best K = {kb}: {best:.2f}×"],
                                          textposition="top center", name="best K (paper)"))
             else:
                 fig.add_annotation(x=0.5, y=0.99, xref="paper", yref="paper", yanchor="top", showarrow=False,
@@ -90,10 +92,12 @@ def improvement(a: float, c: float, v_of_k=None, k_max: int = 16, measured=None,
                 fig.add_trace(go.Scatter(x=ks, y=ym, mode="lines", name=f"a = {av:g}, with measured verify cost v",
                                          line=dict(width=3, dash="dash", color="black")))
                 km = max(ks, key=lambda k: walltime_improvement(av, k, c, v_of_k(k)))
-                if walltime_improvement(av, km, c, v_of_k(km)) > 1.0:
-                    fig.add_trace(go.Scatter(x=[km], y=[walltime_improvement(av, km, c, v_of_k(km))],
+                best_m = walltime_improvement(av, km, c, v_of_k(km))
+                if best_m > 1.0:
+                    fig.add_trace(go.Scatter(x=[km], y=[best_m],
                                              mode="markers+text", marker=dict(size=12, symbol="diamond", color="black"),
-                                             text=[f"best K = {km} (this machine)"], textposition="top right",
+                                             text=[f"best K = {km}: {best_m:.2f}× (this machine)"],
+                                             textposition="top right" if km <= k_max // 2 else "top left",
                                              cliponaxis=False, name="best K (machine-aware)"))
                 else:
                     fig.add_annotation(x=0.5, y=0.90, xref="paper", yref="paper", yanchor="top", showarrow=False,
@@ -108,10 +112,14 @@ def improvement(a: float, c: float, v_of_k=None, k_max: int = 16, measured=None,
     for k, s, lab in measured or []:
         top = max(top, s)
         fig.add_trace(go.Scatter(x=[k], y=[s], mode="markers", marker=dict(size=14, color="#c62828", symbol="circle"),
-                                 name="measured", hovertemplate=f"{lab}<extra></extra>"))
-        # below right of the point: above it sit the best-K markers of the curves near it
-        fig.add_annotation(x=k, y=s, text=lab.replace(" (", "<br>(", 1), showarrow=True, arrowhead=0, ax=40, ay=36,
-                           xanchor="left", font=dict(color="#c62828"), bgcolor="rgba(255,255,255,0.8)")
+                                 name="measured", hovertemplate=f"{lab}, K = {k}<extra></extra>"))
+        # level with the point, on the side facing the middle of the chart: a label hung below the point crossed
+        # the K axis when the point sat low (a high a stretches the y range); above it sit the best-K markers
+        left, low = k <= k_max // 2, s < 0.15 * top  # low: a two-line label level with it would reach the axis
+        fig.add_annotation(x=k, y=s, text=lab.replace(" (", "<br>(", 1), showarrow=True, arrowhead=0,
+                           ax=24 if left else -24, ay=-28 if low else 0, xanchor="left" if left else "right",
+                           yanchor="bottom" if low else "middle",
+                           font=dict(color="#c62828"), bgcolor="rgba(255,255,255,0.8)")
     fig.add_hrect(y0=0, y1=1, fillcolor="#c62828", opacity=0.08, line_width=0,
                   annotation_text="slower than plain decoding", annotation_position="bottom right")
     fig.add_hline(y=1, line_dash="dot", line_color="#c62828")
