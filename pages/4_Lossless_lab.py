@@ -2,15 +2,24 @@
 import pandas as pd
 import streamlit as st
 
-from ui.common import chart, encode, get_models, sidebar
+from ui.common import chart, encode, get_models, keep, sidebar, slider
 
 from specviz.drafters import make_drafter
 from specviz.figures import md_escape
 from specviz.figures import lossless as F
-from specviz.lossless import output_distribution, simulate
+from specviz.lossless import (detection_power, family_verdict, first_token_distributions, output_distribution, simulate,
+                               table_problem)
 from specviz.measure import first_positions, per_position_tests
 from specviz.sampling import SamplingConfig
 from specviz.verify import residual
+
+
+def kept(key: str, default):
+    """A setting kept across page switches (ui.common.keep): its widget is then created with key= and no value=."""
+    keep(key)
+    st.session_state.setdefault(key, default)
+    return key
+
 
 settings = sidebar()
 st.title("Lossless lab")
@@ -18,16 +27,24 @@ st.caption("Accept the draft's token x with probability min(1, p(x)/q(x)); on re
            "normalize(max(0, p − q)). The emitted token is distributed exactly as p. Shape p and q and check.")
 
 st.subheader("Toy mode: your own p and q")
-default = pd.DataFrame({"token": ["the", "a", "cat", "dog", "sat"], "p": [0.40, 0.25, 0.15, 0.12, 0.08],
-                        "q": [0.10, 0.45, 0.05, 0.30, 0.10]})
-table = st.data_editor(default, key="ll_table", num_rows="fixed", hide_index=True,
+DEFAULT_TABLE = pd.DataFrame({"token": ["the", "a", "cat", "dog", "sat"], "p": [0.40, 0.25, 0.15, 0.12, 0.08],
+                              "q": [0.10, 0.45, 0.05, 0.30, 0.10]})
+# the editor's own state goes when the learner visits another page: the table as last edited is kept beside it
+# and handed back as the editor's data (a keyed fixed-rows editor keeps its identity when only values change)
+table = st.data_editor(st.session_state.get("ll_table_saved", DEFAULT_TABLE), key="ll_table", num_rows="fixed",
+                       hide_index=True,
                        column_config={"p": st.column_config.NumberColumn(min_value=0.0, format="%.3f"),
                                       "q": st.column_config.NumberColumn(min_value=0.0, format="%.3f")})
-N = st.select_slider("Simulated speculative steps N", [100, 1_000, 10_000, 100_000], value=10_000, key="ll_n")
-try:
+st.session_state["ll_table_saved"] = table
+N = st.select_slider("Simulated speculative steps N", [100, 1_000, 10_000, 100_000], key=kept("ll_n", 10_000))
+problem = table_problem(pd.to_numeric(table["p"], errors="coerce").tolist(),
+                        pd.to_numeric(table["q"], errors="coerce").tolist())
+if problem:
+    st.warning(problem)
+else:
     import torch
-    p = torch.tensor(table["p"].fillna(0).astype(float).tolist(), dtype=torch.float64)
-    q = torch.tensor(table["q"].fillna(0).astype(float).tolist(), dtype=torch.float64)
+    p = torch.tensor(table["p"].astype(float).tolist(), dtype=torch.float64)
+    q = torch.tensor(table["q"].astype(float).tolist(), dtype=torch.float64)
     sums = float(p.sum()), float(q.sum())
     p, q = p / p.sum(), q / q.sum()
     if abs(sums[0] - 1) > 1e-6 or abs(sums[1] - 1) > 1e-6:
@@ -60,30 +77,47 @@ try:
     m2.caption(f"Total variation from p: {0.5 * float((wrong_g - p).abs().sum()):.3f}. The verifier must use the "
                "distribution the token was actually drawn from; a greedy draft's is one-hot. (Greedy *verification* "
                "works with any drafter.)")
-except Exception as e:  # a table with no positive weight, text in a number column...
-    st.warning(f"p and q need non-negative numbers with a positive total ({type(e).__name__}).")
 
 st.subheader("Real-model mode")
 models = get_models(settings)
 r1, r2, r3, r4 = st.columns(4)
-n = r1.select_slider("Samples of each kind", [50, 100, 200, 400], value=100, key="ll_real_n")
-temperature = r2.slider("Temperature", 0.3, 2.0, 1.0, 0.1, key="ll_temp")
-top_k = r3.slider("Top-k (0 = off)", 0, 50, 10, key="ll_topk")
-positions = r4.slider("Positions tested", 1, 4, 3, key="ll_pos",
-                      help="Each of the first few output positions is tested on its own: a rule that goes wrong only "
-                           "after a rejection or a bonus token shows from the second position on.")
+SAMPLES = [100, 200, 400, 800]
+n = r1.select_slider("Samples of each kind", SAMPLES, key=kept("ll_real_n", 400),
+                     help="Each sample is a short speculative run and a short plain run: 400 take minutes on "
+                          "2 CPU cores (the progress bar shows how far). Fewer samples: a weaker test (its power "
+                          "is below the controls).")
+temperature = slider(r2, "Temperature", "ll_temp", 0.3, 2.0, 1.0, step=0.1)
+top_k = slider(r3, "Top-k (0 = off)", "ll_topk", 0, 50, 10)
+positions = slider(r4, "Positions tested", "ll_pos", 1, 4, 3,
+                   help="Each of the first few output positions is tested on its own: a rule that goes wrong only "
+                        "after a rejection or a bonus token shows from the second position on.")
+kind = "token" if models.draft is not None else "early-exit"
+cfg = SamplingConfig(temperature, top_k, 1.0, 0)
+ids = encode(models, settings, positions + 1)
+pq_key = (tuple(ids), temperature, top_k, kind, settings.target, settings.draft)
+if st.session_state.get("ll_pq", (None,))[0] != pq_key:  # one target and one draft forward: the exact p and q
+    st.session_state["ll_pq"] = (pq_key, first_token_distributions(
+        models.target, make_drafter(kind, models, early_exit_layers=4), ids, cfg))
+p1, q1 = st.session_state["ll_pq"][1]
+power = {mistake: [detection_power(p1, output_distribution(p1, q1, mistake), m, positions) for m in SAMPLES]
+         for mistake in ("resample_p", "greedy_draft")}
+st.caption(
+    f"**What this test can see** (calculated from token 1's exact p and q on this prompt; {positions} test"
+    f"{'s' if positions > 1 else ''} at 0.05 / {positions}): the chance it rejects a sampler that resamples from p "
+    "after a rejection — " + ", ".join(f"{pw:.0%} at {m}" for m, pw in zip(SAMPLES, power["resample_p"])) +
+    " samples — and one that drafts greedily — " + ", ".join(f"{pw:.0%} at {m}" for m, pw in zip(SAMPLES, power["greedy_draft"])) +
+    ". A test that misses a mistake most of the time says little when it passes: pick a sample count where these "
+    "are high.")
 if st.button("Sample the first tokens both ways", key="ll_run", type="primary"):
-    ids = encode(models, settings, positions + 1)
-    cfg = SamplingConfig(temperature, top_k, 1.0, 0)
-    kind = "token" if models.draft is not None else "early-exit"
     bar = st.progress(0.0, text="sampling…")
     spec, plain = first_positions(models.target, lambda: make_drafter(kind, models, early_exit_layers=4),
                                   models.tokenizer, ids, n, cfg, positions,
                                   progress=lambda f, m: bar.progress(min(f, 1.0), text=m))
     bar.empty()  # done: the results below replace the progress bar
-    st.session_state["ll_real"] = (positions, per_position_tests(spec, plain, positions))
+    st.session_state["ll_real"] = (positions, per_position_tests(spec, plain, positions), n,
+                                   {k: v[SAMPLES.index(n)] for k, v in power.items()})
 if "ll_real" in st.session_state:
-    shown, tests = st.session_state["ll_real"]
+    shown, tests, n_run, power_run = st.session_state["ll_real"]
     tabs = st.tabs([f"Token {t['position'] + 1}" for t in tests])
     for tab, test in zip(tabs, tests):
         cats = test["categories"]
@@ -93,8 +127,10 @@ if "ll_real" in st.session_state:
                                   "times pooled as 'other')"), key=f"ll_counts_{test['position']}")
         tab.markdown(f"Chi-square = **{test['statistic']:.2f}** on {test['dof']} degrees of freedom, p-value = "
                      f"**{test['pvalue']:.3f}**.")
-    low = min(t["pvalue"] for t in tests)
-    st.markdown(f"Smallest p-value over the {len(tests)} positions: **{low:.3f}** (with {len(tests)} tests, compare "
-                f"it with 0.05 / {len(tests)} = {0.05 / len(tests):.3f}). A p-value that is not tiny means no "
-                "detectable difference between the two samplers — as the proof says there is none. The black "
-                "marks are the counts each sampler would have if they were the same sampler.")
+    verdict_kind, sentence = family_verdict([t["pvalue"] for t in tests])
+    (st.warning if verdict_kind == "reject" else st.info)(
+        f"{n_run} samples of each kind, {len(tests)} position{'s' if len(tests) > 1 else ''} tested. " + sentence +
+        (f" At {n_run} samples this test catches the resample-from-p mistake in about {power_run['resample_p']:.0%} "
+         f"of runs and the greedy-draft one in about {power_run['greedy_draft']:.0%} (calculated for the prompt and "
+         "settings of the sampling run)." if verdict_kind == "consistent" else ""))
+    st.caption("The black marks are the counts each sampler would have if they were the same sampler.")

@@ -54,3 +54,86 @@ def simulate(p, q, n: int, seed: int = 0) -> torch.Tensor:
     resampled = torch.multinomial(r, n, replacement=True, generator=g)
     tokens = torch.where(accept, x, resampled)
     return torch.bincount(tokens, minlength=len(p))
+
+
+# ---------------------------------------------------------------- the toy table and the real-model test, in words
+def table_problem(p_values, q_values) -> str | None:
+    """Why a toy table cannot be used as two distributions, in one sentence (None when it can): every weight a
+    non-negative number, each column with a positive total. Checked before anything divides by the totals."""
+    for name, values in (("p", p_values), ("q", q_values)):
+        vals = [float("nan") if v is None else v for v in values]
+        bad = [i + 1 for i, v in enumerate(vals) if not isinstance(v, (int, float)) or v != v]
+        if bad:
+            return f"Row {bad[0]} of {name} is empty or not a number: give every token a weight (0 is allowed)."
+        negative = [i + 1 for i, v in enumerate(vals) if v < 0]
+        if negative:
+            return f"Row {negative[0]} of {name} is negative: weights are probabilities (or counts), 0 or more."
+        if sum(vals) <= 0:
+            return (f"Every weight in {name} is 0: a distribution needs a positive total. Give at least one token a "
+                    f"positive {name} (the column is divided by its total, so any scale will do).")
+    return None
+
+
+def family_verdict(pvalues: list[float], alpha: float = 0.05) -> tuple[str, str]:
+    """(kind, sentence) for a family of chi-square tests, one per output position, read with the Bonferroni
+    correction: each p-value against alpha / m, so that when the two samplers ARE the same, the chance that any
+    of the m tests falls below its threshold is at most alpha. kind: "reject" (a p-value below alpha / m: a
+    rejection at the family level), "chance" (below alpha on its own only), "consistent" (none below alpha).
+    Worded from the numbers, never assumed: a rejection is said as one, with what it does and does not prove."""
+    m = len(pvalues)
+    threshold = alpha / m
+    i = min(range(m), key=lambda j: pvalues[j])
+    low = pvalues[i]
+    if low < threshold:
+        return "reject", (
+            f"Token {i + 1}'s p-value, **{low:.3g}**, is below {alpha:g} / {m} = {threshold:.3g}: with the "
+            f"Bonferroni correction this is a **rejection at the family level** — the two samplers' tokens differ "
+            f"more than sampling noise usually makes them differ. It is not yet proof that the rule is wrong: when "
+            f"both samplers are the same, some run still rejects up to {alpha:.0%} of the time (1 run in "
+            f"{1 / alpha:.0f}: that is what the threshold allows). The honest check is to sample again with more "
+            "samples (new seeds): a real difference comes back, and more clearly with more samples; a chance one "
+            "does not.")
+    any_chance = 1 - (1 - alpha) ** m
+    if low < alpha:
+        return "chance", (
+            f"Token {i + 1}'s p-value, **{low:.3g}**, is below {alpha:g} on its own but not below {alpha:g} / {m} = "
+            f"{threshold:.3g}. With {m} tests, at least one p-value under {alpha:g} turns up in about "
+            f"{any_chance:.0%} of runs even when the two samplers are the same, so this is **not a detection**: no "
+            "difference shows at this sample size. Sampling again with more samples settles it.")
+    return "consistent", (
+        f"Every p-value is at least {alpha:g} (the smallest, token {i + 1}'s, is **{low:.3g}**): **no detectable "
+        "difference** between the two samplers at this sample size, as the proof says. A test that does not reject "
+        "shows no difference it could see; it does not prove there is none (its power, below, says how big a "
+        "mistake it would catch).")
+
+
+def detection_power(p, wrong, n: int, tests: int, alpha: float = 0.05, min_count: int = 10) -> float:
+    """The chance that the chi-square test of homogeneity between n samples of p and n samples of `wrong` rejects
+    at alpha / tests (a calculation: the noncentral chi-square approximation, noncentrality
+    n · Σ (w − p)² / (w + p)). Tokens with fewer than min_count expected in both samples together are pooled
+    into one category, as the page's test pools them."""
+    from scipy.stats import chi2, ncx2
+
+    p, w = _normalize(p), _normalize(wrong)
+    big = n * (p + w) >= min_count
+    cats_p = torch.cat([p[big], p[~big].sum().reshape(1)]) if (~big).any() else p[big]
+    cats_w = torch.cat([w[big], w[~big].sum().reshape(1)]) if (~big).any() else w[big]
+    keep = (cats_p + cats_w) > 0
+    cats_p, cats_w = cats_p[keep], cats_w[keep]
+    df = len(cats_p) - 1
+    if df < 1:
+        return 0.0
+    lam = n * float(((cats_w - cats_p) ** 2 / (cats_w + cats_p)).sum())
+    return float(1 - ncx2.cdf(chi2.ppf(1 - alpha / tests, df), df, lam))
+
+
+@torch.inference_mode()
+def first_token_distributions(target, drafter, ids: list[int], cfg) -> tuple[torch.Tensor, torch.Tensor]:
+    """p and q of the first output position as speculative sampling uses them: the target's and a model
+    drafter's next-token distributions on `ids`, both processed by the same sampling config."""
+    from .sampling import distribution, warpers
+
+    logits = target(input_ids=torch.tensor([ids], device=target.device)).logits[:, -1]
+    p = distribution(logits, cfg, warpers(cfg))[0].cpu()
+    _, q = drafter.propose(list(ids), 1, cfg, torch.Generator().manual_seed(0))
+    return p, q[0].cpu()
