@@ -29,7 +29,7 @@ with st.expander("The drafters", expanded=False):
         "the honest *bad* drafter.")
 c1, c2, c3, c4 = st.columns(4)
 K = slider(c1, "K", "dc_k", 1, 16, 4)
-L = c2.slider("Early-exit layers L", 1, models.target.config.num_hidden_layers - 1, 4, key="dc_l")
+L = slider(c2, "Early-exit layers L", "dc_l", 1, models.target.config.num_hidden_layers - 1, 4)
 max_new = slider(c3, "New tokens", "dc_max", 16, 128, 48)
 rounds = slider(c4, "Timing rounds", "dc_rounds", 1, 7, 3,
                 help="Each round times plain greedy and every drafter once, interleaved; the table shows "
@@ -43,8 +43,10 @@ if st.button("Run all drafters", type="primary", key="dc_run"):
     bar = st.progress(0.0, text="starting…")
     st.session_state["dc_rows"] = compare_drafters(models.target, models.tokenizer, ids, drafters, K, max_new, rounds,
                                                    progress=lambda f, m: bar.progress(min(f, 1.0), text=m))
+    st.session_state["dc_rows_run"] = {"k": K, "max_new": max_new}
     st.rerun()
 rows = st.session_state.get("dc_rows")
+run = st.session_state.get("dc_rows_run", {})  # the K and length the table's rows ran at
 if rows:
     df = pd.DataFrame(rows).drop(columns=["rounds"])
     df["speedup range"] = [f"{lo:.2f}–{hi:.2f}×" for lo, hi in df["speedup range"]]
@@ -52,13 +54,18 @@ if rows:
                                   "speedup vs plain greedy": "{:.2f}×", "seconds": "{:.2f}", "plain seconds": "{:.2f}"}),
                  hide_index=True)
     n = rows[0]["rounds"]
-    st.caption((f"Seconds are medians of {n} interleaved rounds; the speedup range is the lowest and highest speedup "
+    st.caption((f"K = {run['k']}, {run['max_new']} new tokens. " if run else "")
+               + (f"Seconds are medians of {n} interleaved rounds; the speedup range is the lowest and highest speedup "
                 "a single round gave against that round's plain greedy run." if n > 1 else
                 "Seconds are from one round (noisy: more rounds give medians and a range)."))
     fig = speedup_bars(rows)
     chart(fig, key="dc_fig")
+    slow = [r for r in rows if r["speedup vs plain greedy"] < 1]
     st.info("A drafter that rarely agrees with the target costs K draft steps and a wider verify pass for about one "
-            "token per cycle: a slowdown (< 1×). The untrained early exit shows it with real numbers.")
+            "token per cycle: a slowdown (< 1×). " + (
+                "In this run: " + ", ".join(f"{r['drafter']} at {r['speedup vs plain greedy']:.2f}× (acceptance "
+                                            f"{r['acceptance rate']:.0%})" for r in slow) + "." if slow else
+                "In this run no drafter was slower than plain greedy."))
 else:
     st.info("Press **Run all drafters** to time them on the current prompt.")
 
@@ -81,19 +88,24 @@ if suffix:
 st.subheader("Staged speculation: a draft for the draft")
 st.caption("n-gram lookup proposes to the token draft, which checks the guesses in ONE forward of its own (the "
            "same lossless rule the target uses) and hands the target exactly the tokens it would have drafted "
-           "alone. What changes is the draft's cost. Try the curated “Refactor this code” prompt, where the "
-           "first stage finds most of its guesses in the prompt.")
+           "alone. What changes is the draft's cost. It runs at this page's K and new tokens, as its own timing "
+           "run: its token-draft speedup need not equal the table's (a separate run; timing noise of about ±10 %). "
+           "Try the curated “Refactor code (n-gram)” prompt, where the first stage can find its guesses in the "
+           "prompt.")
 if models.draft is None:
     st.info("Staged speculation needs the token draft: load a draft model.")
 elif st.button("Run staged vs the token draft alone", key="dc_staged_run", help="about 20 seconds on 2 CPU cores"):
     with st.status("Decoding with plain greedy, the token draft and the staged drafter…", expanded=False):
-        st.session_state["dc_staged"] = staged_breakdown(models, encode(models, settings, 48), k=6, max_new=48)
+        st.session_state["dc_staged"] = staged_breakdown(models, encode(models, settings, max_new), k=K, max_new=max_new)
     st.rerun()
 staged = st.session_state.get("dc_staged")
 if staged:
     chart(stage_bars(staged), key="dc_staged_fig")
     st.table(pd.DataFrame({row["run"]: {name: staged_cell(name, value) for name, value in row.items() if name != "run"}
                            for row in staged["rows"]}))
-    st.caption("Seconds are measured inside the run: the drafter's propose() calls are timed where they happen "
+    against = ("" if not run else " — the same K as the table above" if staged["k"] == run["k"] else
+               f" — the table above ran at K = {run['k']}, so its speedups and these are not like for like")
+    st.caption(f"K = {staged['k']}, {staged['max_new_tokens']} new tokens{against}. "
+               "Seconds are measured inside the run: the drafter's propose() calls are timed where they happen "
                "(the staged drafter's inner n-gram lookup separately), the target's share is the rest. "
                + staged_verdict(staged["rows"]))

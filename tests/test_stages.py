@@ -67,7 +67,10 @@ def test_drafter_page_runs_the_staged_section():
     table = at.table[0].value  # every value formatted for reading: no raw floats, None or True
     cells = [str(v) for v in table.to_numpy().ravel()]
     assert all(len(c) < 16 for c in cells) and "None" not in cells and "True" not in cells, cells
-    assert any(c.value.startswith("Seconds are measured") and "draft model's time" in c.value for c in at.caption)
+    said = next(c.value for c in at.caption if "Seconds are measured" in c.value)
+    assert "draft model's time" in said
+    k = at.slider(key="dc_k").value  # the staged run takes the page's K, and says it (item 37 of issue 35)
+    assert said.startswith(f"K = {k}, {at.slider(key='dc_max').value} new tokens")
 
 
 @pytest.mark.fast

@@ -1,8 +1,14 @@
 """Staged speculation: a draft for the draft (Spector & Re 2023). n-gram prompt lookup proposes tokens to
 the token draft, which verifies them in one forward pass of its own — exactly as the target verifies the
-token draft — and hands the target the resulting K tokens. The target sees the same tokens and the same
-q as from the token draft alone (the inner rule is the same lossless verify), so the outer verification
-is unchanged; what changes is how many draft forwards the K tokens cost."""
+token draft — and hands the target the resulting K tokens, each with the token draft's q at its position.
+The inner rule is the same lossless verify, so:
+- under greedy, the target sees exactly the tokens the token draft alone would have drafted (each is the
+  draft's argmax, whatever the guesses were);
+- under sampling, each token is distributed as the token draft's own sample would be (q at its position),
+  but it is not the same value a run of the token draft alone would draw: the random numbers are spent
+  differently. The same distribution, not the same tokens.
+Either way the q handed on is the distribution the token was really drawn from, so the outer verification
+is unchanged and stays lossless; what changes is how many draft forwards the K tokens cost."""
 from __future__ import annotations
 
 import torch

@@ -1,4 +1,5 @@
-"""The drafter comparison chart: measured speedup per drafter, slowdowns in red."""
+"""The drafter comparison charts: measured speedup per drafter (slowdowns red and hatched), staged speculation's
+stages, the repeated-request scenario."""
 from __future__ import annotations
 
 import plotly.graph_objects as go
@@ -11,10 +12,13 @@ def speedup_bars(rows) -> go.Figure:
     s = [r["speedup vs plain greedy"] for r in rows]
     # whiskers: the lowest and highest speedup a single round gave (the bar is the median over rounds)
     lo, hi = zip(*(r["speedup range"] for r in rows))
+    # colour AND a second cue for a colour-blind reader: slowdowns hatched, and said in the label
     fig = go.Figure(go.Bar(x=names, y=s, marker_color=["#2e7d32" if v >= 1 else "#c62828" for v in s],
+                           marker_pattern_shape=["" if v >= 1 else "/" for v in s],
                            error_y=dict(type="data", symmetric=False, array=[max(h - v, 0) for h, v in zip(hi, s)],
                                         arrayminus=[max(v - low, 0) for low, v in zip(lo, s)], color="#555"),
-                           text=[f"{v:.2f}× (a = {r['acceptance rate']:.0%})" for v, r in zip(s, rows)], name="speedup",
+                           text=[f"{v:.2f}×{'' if v >= 1 else ', a slowdown'} (a = {r['acceptance rate']:.0%})"
+                                 for v, r in zip(s, rows)], name="speedup",
                            textposition="inside", insidetextanchor="start"))  # label at the foot: clear of the whisker
     fig.add_hline(y=1, line_dash="dot", line_color="#c62828", annotation_text="plain decoding")
     fig.update_layout(height=360, yaxis_title="speedup vs plain greedy", margin=dict(l=10, r=10, t=40, b=10),
