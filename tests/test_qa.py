@@ -1,6 +1,7 @@
 """The Q&A content: complete (answers, levels, sources, real page links), covering the topics an inference
 interview asks, free of the phrasings found wrong in review (issue 20), and quoting measured figures only
 from the model card or the benchmark JSON."""
+import ast
 import json
 import re
 from pathlib import Path
@@ -8,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ui.registry import PAGES as REGISTERED
-from specviz.qa import LEVELS, load, quiz_items, topics, verdict_answer
+from specviz.qa import LEVELS, bank, load, quiz_items, topics, verdict_answer
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.fast
@@ -16,8 +17,16 @@ PAGES = {p.path for p in REGISTERED}
 
 
 def all_text():
-    qs, ms = load()
-    pairs = [(q.id, q.question + " " + q.answer) for q in qs] + [(m.id, m.claim + " " + m.correct) for m in ms]
+    """Every text the learner reads, by card id: questions (with headline and rubric), misconceptions, true
+    claims, code cards and mock-interview steps."""
+    b = bank()
+    pairs = [(q.id, " ".join([q.question, q.headline, *q.rubric, q.answer])) for q in b.questions]
+    pairs += [(m.id, m.claim + " " + m.correct) for m in b.misconceptions]
+    pairs += [(c.id, c.claim + " " + c.why) for c in b.true_claims]
+    pairs += [(c.id, " ".join([c.title, *c.fixes, c.why])) for c in b.code_cards]
+    pairs += [(f"{m.id}#{n}", " ".join([s.question, *s.rubric, s.l4, s.l5, s.l6])) for m in b.mocks
+              for n, s in enumerate(m.steps, 1)]
+    pairs += [(m.id, m.title + " " + m.level_guide) for m in b.mocks]
     return [(i, " ".join(t.split())) for i, t in pairs]  # one space between words, whatever the line breaks
 
 
@@ -39,12 +48,22 @@ def test_questions_are_complete_and_link_to_real_pages():
 
 
 def test_the_quiz_draws_from_every_question_and_misconception():
-    qs, ms = load()
+    """...and every true claim and code card, each once; ids are unique across every kind, mocks included."""
+    b = bank()
     items = quiz_items()
-    assert {i.id for i in items} == {q.id for q in qs} | {m.id for m in ms}
+    ids = [q.id for q in b.questions] + [m.id for m in b.misconceptions] + [c.id for c in b.true_claims] + \
+        [c.id for c in b.code_cards]
+    assert len(ids) == len(set(ids)) and not set(ids) & {m.id for m in b.mocks}
+    assert len({m.id for m in b.mocks}) == len(b.mocks)
+    assert sorted(i.id for i in items) == sorted(ids)
     assert all(i.prompt and i.answer and i.source for i in items)
+    assert {i.kind for i in items} >= {"question", "truefalse"}
     for t in topics():
         assert quiz_items([t]) and all(i.topic == t for i in quiz_items([t]))
+    # the cards of the new kinds sit under the same topics and levels as the questions, so the filters find them
+    assert {i.topic for i in items} <= {q.topic for q in b.questions} and {i.level for i in items} <= set(LEVELS)
+    for level in LEVELS:
+        assert all(i.level == level for i in quiz_items(levels=[level])) and quiz_items(levels=[level])
 
 
 def test_required_topics_are_covered():
@@ -396,3 +415,54 @@ def test_the_figure_check_catches_stale_and_unsourced_figures():
     # the figures issue 20 found stale in the old Q&A fail
     old = "Packing made one step 2.3× faster and the same draft went from 0.72× to 1.18× plain greedy."
     assert [f for _, f in unsourced_figures("x", old)] == ["2.3", "0.72", "1.18"]
+
+
+# ---------------------------------------------------------------- issue 37, section 3: a quiz that trains
+def test_every_question_has_a_headline_and_a_rubric():
+    """A one-line answer to say in 30 seconds, and 3 to 5 short points to tick (issue 37, section 3)."""
+    b = bank()
+    assert len(b.questions) >= 110
+    for q in b.questions:
+        assert q.headline and "\n" not in q.headline and len(q.headline) <= 200, q.id
+        assert q.headline.rstrip(".") != q.question.rstrip("?."), q.id
+        assert 3 <= len(q.rubric) <= 5, q.id
+        assert all(r and "\n" not in r and len(r) <= 200 for r in q.rubric), q.id
+        assert len(set(q.rubric)) == len(q.rubric), q.id
+    items = {i.id: i for i in quiz_items()}
+    assert all(items[q.id].headline == q.headline and items[q.id].rubric == q.rubric for q in b.questions)
+
+
+def test_issue_37_topics_are_covered():
+    """The coverage issue 37 asks for, each topic in at least one question."""
+    b = bank()
+    text = " ".join(" ".join([q.question, q.answer]).lower() for q in b.questions)
+    for needle in ["token budget", "lookahead", "num_computed_tokens", "chunked prefill", "cuda graph", "padding",
+                   "experts", "one-hot", "min-p", "top-p", "p99", "tensor parallelism", "quantiz", "prefill",
+                   "continuous batching", "pagedattention", "latent", "re-distil", "eagle-3", "draft_vocab_size",
+                   "typical", "contrastive", "best-of-n", "minimum bayes risk", "dflash", "pard", "hydra",
+                   "redrafter", "spectr", "without replacement", "triforce", "magicdec", "deepseek-v3", "mtp",
+                   "quantspec", "qspec", "moesd", "arithmetic intensity"]:
+        assert needle in text, needle
+    coding = [q for q in b.questions if q.topic == "coding"]
+    assert len(coding) >= 3 and all("```python" in q.answer for q in coding)
+    for level in LEVELS:
+        assert sum(q.level == level for q in b.questions) >= 15, level
+
+
+def test_true_claims_give_the_deck_true_cards():
+    """The true/false deck holds true claims as well as the misconceptions (issue 37: every card was "False")."""
+    b = bank()
+    assert len(b.true_claims) >= 12
+    for c in b.true_claims:
+        assert c.claim and len(c.why) > 40 and len(c.source) > 10 and c.level in LEVELS, c.id
+        assert not c.page or ((ROOT / c.page).is_file() and c.page in PAGES), (c.id, c.page)
+    assert sum(bool(c.page) for c in b.true_claims) >= 10
+    tf = [i for i in quiz_items() if i.kind == "truefalse"]
+    assert {i.truth for i in tf} == {True, False}
+    assert all(i.answer.startswith("**True.** ") for i in tf if i.truth)
+    assert all(i.answer.startswith("**False.** ") for i in tf if i.truth is False)
+    # both verdicts in the topics most misconceptions are about
+    for topic in ("exactness", "tuning"):
+        assert {i.truth for i in tf if i.topic == topic} == {True, False}, topic
+    false_claims = {" ".join(m.claim.lower().split()) for m in b.misconceptions}
+    assert not {" ".join(c.claim.lower().split()) for c in b.true_claims} & false_claims
