@@ -6,7 +6,9 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
+import torch
 
 from ui.registry import PAGES as REGISTERED
 from specviz.qa import LEVELS, bank, load, quiz_items, topics, verdict_answer
@@ -57,7 +59,7 @@ def test_the_quiz_draws_from_every_question_and_misconception():
     assert len({m.id for m in b.mocks}) == len(b.mocks)
     assert sorted(i.id for i in items) == sorted(ids)
     assert all(i.prompt and i.answer and i.source for i in items)
-    assert {i.kind for i in items} >= {"question", "truefalse"}
+    assert {i.kind for i in items} == {"question", "truefalse", "code"}
     for t in topics():
         assert quiz_items([t]) and all(i.topic == t for i in quiz_items([t]))
     # the cards of the new kinds sit under the same topics and levels as the questions, so the filters find them
@@ -466,3 +468,120 @@ def test_true_claims_give_the_deck_true_cards():
         assert {i.truth for i in tf if i.topic == topic} == {True, False}, topic
     false_claims = {" ".join(m.claim.lower().split()) for m in b.misconceptions}
     assert not {" ".join(c.claim.lower().split()) for c in b.true_claims} & false_claims
+
+
+def test_code_cards_are_well_formed():
+    """At least 8 find-the-bug snippets: valid Python of 5 to 14 lines, the bug line inside the code, 3 or 4
+    distinct fixes and a valid index, covering the bugs issue 37 names."""
+    b = bank()
+    assert len(b.code_cards) >= 8
+    for c in b.code_cards:
+        lines = c.code.split("\n")
+        assert 5 <= len(lines) <= 14, c.id
+        ast.parse(c.code)  # every snippet is valid Python
+        assert 1 <= c.bug_line <= len(lines) and lines[c.bug_line - 1].strip(), c.id
+        assert not lines[c.bug_line - 1].strip().startswith("#"), c.id
+        assert 3 <= len(c.fixes) <= 4 and len(set(c.fixes)) == len(c.fixes) and all(c.fixes), c.id
+        assert 0 <= c.fix < len(c.fixes), c.id
+        assert len(c.why) > 40 and len(c.source) > 10 and c.level in LEVELS and c.title, c.id
+        assert not c.page or ((ROOT / c.page).is_file() and c.page in PAGES), (c.id, c.page)
+    assert len({c.fix for c in b.code_cards}) >= 3  # the right fix is not always in the same place
+    ids = {c.id for c in b.code_cards}
+    for needed in ("cc-resample-from-p", "cc-argmax-softmax-q", "cc-temperature-after-ratio", "cc-no-kv-rollback",
+                   "cc-missing-bonus", "cc-length-penalty-per-step"):
+        assert needed in ids, needed
+    titles = " ".join(c.title for c in b.code_cards)
+    for kind in ("rejection sampler", "greedy verification", "beam-search step", "speculative step"):
+        assert kind in titles, kind
+    cards = {i.id: i for i in quiz_items() if i.kind == "code"}
+    for c in b.code_cards:
+        assert cards[c.id].code == c and f"**Line {c.bug_line}.**" in cards[c.id].answer
+        assert c.fixes[c.fix] in cards[c.id].answer
+
+
+def card(cid):
+    return next(c for c in bank().code_cards if c.id == cid)
+
+
+def define(code: str, name: str):
+    ns = {"np": np, "torch": torch}
+    exec(compile(code, f"<{name}>", "exec"), ns)
+    return ns[name]
+
+
+def patched(c, replacement: str) -> str:
+    """The card's code with its bug line replaced, keeping the line's indentation."""
+    lines = c.code.split("\n")
+    bug = lines[c.bug_line - 1]
+    lines[c.bug_line - 1] = bug[:len(bug) - len(bug.lstrip())] + replacement
+    return "\n".join(lines)
+
+
+# the right fix as code, and a fragment of it that the fix's text must contain
+FIXED = {"cc-resample-from-p": ("r = np.maximum(p[i] - q[i], 0.0); y = rng.choice(len(r), p=r / r.sum())",
+                                "np.maximum(p[i] - q[i], 0.0)"),
+         "cc-count-all-matches": ("n = int(match.int().cumprod(0).sum())", "cumprod(0)"),
+         "cc-missing-bonus": ("return out + [best[-1]]", "return out + [best[-1]]"),
+         "cc-unclamped-residual": ("residual = np.maximum(p - q, 0.0)", "np.maximum(p - q, 0.0)"),
+         "cc-inverted-test": ("if u < min(1.0, p[i, x] / q[i, x]):", "if u < min(1.0, p[i, x] / q[i, x]):"),
+         "cc-length-penalty-precedence": ("scored.append((toks, sum(lps) / len(lps) ** alpha))",
+                                          "sum(lps) / len(lps) ** alpha"),
+         "cc-length-penalty-per-step": ("cands.append((toks + [tok], score + lp))", "score + lp))"),
+         "cc-tree-no-renormalise": ("p[x] = 0.0; p = p / p.sum()", "p = p / p.sum()")}
+
+
+def test_code_cards_bug_lines_are_the_bug():
+    """Run the snippets: the marked line is the bug, and the card's right fix, put on that line, repairs it."""
+    for cid, (code, fragment) in FIXED.items():
+        assert fragment in card(cid).fixes[card(cid).fix], cid
+    V = 3
+    p1, q1 = np.array([0.6, 0.3, 0.1]), np.array([0.1, 0.3, 0.6])
+
+    def first_token(verify, n=20000, seed=0):
+        rng, counts = np.random.default_rng(seed), np.zeros(V)
+        for _ in range(n):
+            x = int(rng.choice(V, p=q1))
+            counts[verify([x], q1[None], np.stack([p1, p1]), rng)[0]] += 1
+        return counts / n
+    c = card("cc-resample-from-p")
+    tv = lambda a, b: 0.5 * np.abs(a - b).sum()  # noqa: E731
+    assert tv(first_token(define(c.code, "verify")), p1) > 0.15  # biased: min(p, q) + (1 - beta) p
+    assert tv(first_token(define(patched(c, FIXED[c.id][0]), "verify")), p1) < 0.02
+    c = card("cc-count-all-matches")
+    drafts, target = torch.tensor([3, 9, 4]), torch.tensor([3, 1, 4, 7])
+    assert define(c.code, "accepted_count")(drafts, target) == (2, 4)  # accepts a draft after a mismatch
+    assert define(patched(c, FIXED[c.id][0]), "accepted_count")(drafts, target) == (1, 1)
+    c = card("cc-missing-bonus")
+    logits = torch.eye(5)[[3, 1, 4, 2]]  # argmax 3, 1, 4, 2: all three drafts pass, the bonus is 2
+    assert define(c.code, "greedy_verify")([3, 1, 4], logits) == [3, 1, 4]
+    assert define(patched(c, FIXED[c.id][0]), "greedy_verify")([3, 1, 4], logits) == [3, 1, 4, 2]
+    c = card("cc-unclamped-residual")
+    with pytest.raises(ValueError), np.errstate(all="ignore"):  # p - q has negative entries and sums to zero
+        define(c.code, "recover_token")(p1, q1, np.random.default_rng(0))
+    draws = [define(patched(c, FIXED[c.id][0]), "recover_token")(p1, q1, np.random.default_rng(s)) for s in range(50)]
+    assert set(draws) == {0}  # the residual max(0, p - q) is all on token 0
+    c = card("cc-inverted-test")
+    p_sure = np.array([[0.0, 1.0, 0.0]] * 2)  # the target is certain of token 1, the draft proposes it twice
+    assert define(c.code, "accept_run")([1, 1], p_sure, q1[None].repeat(2, 0), np.random.default_rng(0)) == 0
+    assert define(patched(c, FIXED[c.id][0]), "accept_run")([1, 1], p_sure, q1[None].repeat(2, 0),
+                                                               np.random.default_rng(0)) == 2
+    c = card("cc-length-penalty-precedence")
+    hyps = [("long", [-0.4, -0.4, -0.4]), ("short", [-1.0])]  # alpha = 0 ranks by total: short first
+    assert define(c.code, "rank_finished")(hyps, 0.0)[0][0] == "long"  # every score 0
+    assert define(patched(c, FIXED[c.id][0]), "rank_finished")(hyps, 0.0)[0][0] == "short"
+    c = card("cc-length-penalty-per-step")
+    beams, lp = [([1, 2], -1.0)], torch.log(torch.tensor([[0.5, 0.3, 0.2]]))
+    fixed = define(patched(c, FIXED[c.id][0]), "beam_step")(beams, lp, 2, 1.0)
+    assert [round(s, 6) for _, s in fixed] == [round(-1.0 + float(lp[0, t]), 6) for t in (0, 1)]  # raw sums
+    buggy = define(c.code, "beam_step")(beams, lp, 2, 1.0)
+    assert [round(s, 6) for _, s in buggy] != [round(s, 6) for _, s in fixed]
+    c = card("cc-tree-no-renormalise")
+    p = np.array([0.5, 0.3, 0.2])
+    with pytest.raises(ValueError):  # both children rejected: the final draw gets a vector that does not sum to 1
+        for seed in range(200):
+            define(c.code, "verify_children")([0, 1], p, np.random.default_rng(seed))
+    rng, counts = np.random.default_rng(1), np.zeros(3)
+    fixed = define(patched(c, FIXED[c.id][0]), "verify_children")
+    for _ in range(20000):
+        counts[fixed([0, 1], p, rng)[0]] += 1
+    assert tv(counts / counts.sum(), p) < 0.02  # the one-hot recursive rule reproduces p
