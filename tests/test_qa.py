@@ -585,3 +585,27 @@ def test_code_cards_bug_lines_are_the_bug():
     for _ in range(20000):
         counts[fixed([0, 1], p, rng)[0]] += 1
     assert tv(counts / counts.sum(), p) < 0.02  # the one-hot recursive rule reproduces p
+
+
+# ---------------------------------------------------------------- issue 37, section 4: mock interviews
+def test_mock_interviews_are_chains_with_rubrics_and_levels():
+    """At least 5 chains of at least 4 follow-ups, each step with a rubric and what an L4, L5 and L6 answer sounds
+    like, each chain with what separates the levels."""
+    b = bank()
+    assert len(b.mocks) >= 5
+    for m in b.mocks:
+        assert m.title and len(m.steps) >= 4, m.id
+        assert all(level in m.level_guide for level in LEVELS) and len(m.level_guide) > 150, m.id
+        questions = [s.question for s in m.steps]
+        assert len(set(questions)) == len(questions), m.id
+        for n, s in enumerate(m.steps, 1):
+            assert s.question.rstrip().endswith(("?", ".")), (m.id, n)
+            assert 3 <= len(s.rubric) <= 5 and all(r and "\n" not in r for r in s.rubric), (m.id, n)
+            assert s.l4 and s.l5 and s.l6 and len({s.l4, s.l5, s.l6}) == 3, (m.id, n)
+            assert all(len(a) <= 400 for a in (s.l4, s.l5, s.l6)), (m.id, n)  # one or two sentences
+    titles = " ".join(m.title.lower() for m in b.mocks)
+    for needed in ("speculative decoding", "exact", "beam", "system design", "drafter", "coding round"):
+        assert needed in titles, needed
+    # the chain the issue gives as its example, in its order
+    chain = " | ".join(s.question.lower() for s in b.mocks[0].steps)
+    assert re.search(r"walk me through.*nearly as cheap.*batch 64.*choose k.*scheduler", chain), chain
