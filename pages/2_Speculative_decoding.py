@@ -2,13 +2,15 @@
 bonus, cache rollback."""
 import streamlit as st
 
-from ui.common import (ON_OFF, bounded, chart, controls, figure, encode, get_models, get_replay, link, linked,
+from ui.learner import current, progress
+from ui.common import (ON_OFF, bounded, chart, controls, figure, encode, get_models, get_replay, keep, link, linked,
                        play_interval, play_speed, play_tick, sidebar, slider)
 
 from specviz.drafters import ALIASES, LABELS, drafter_choices, make_drafter
 from specviz.figures import spec_cycle as F
 from specviz.figures import speedup as S
 from specviz.metrics import spec_phases, spec_stages, spec_summary
+from specviz.practice.predict import mark_cycle, score
 from specviz.sampling import SamplingConfig
 from specviz.speculative import speculative_steps
 from specviz.step import output_pieces, token_text
@@ -40,6 +42,10 @@ top_p = slider(c6, "Top-p", "sp_top_p", 0.05, 1.0, 1.0, "top_p", step=0.05, disa
 seed = c7.number_input("Seed", 0, 2**31 - 1, key="sp_seed", disabled=not sampling)
 dynamic = c8.toggle("Dynamic K", key="sp_dynamic",
                     help="K grows by 2 after a cycle with every draft accepted and shrinks by 1 after a rejection.")
+keep("sp_predict")
+predict = st.toggle("Predict first", key="sp_predict",
+                    help="Before each cycle's verdicts are drawn, predict from the verify pass on screen which drafts "
+                         "the target accepts; the next Step (→) reveals and marks each prediction.")
 ee_layers = 4
 if drafter_name.startswith("early exit"):
     ee_layers = slider(st.columns(4)[0], "Early-exit layers L", "sp_ee", 1, models.target.config.num_hidden_layers - 1, 4, "ee")
@@ -60,6 +66,48 @@ link("spec", "Speculative_decoding", dict(
     **(dict(temperature=temperature, top_p=top_p, seed=int(seed)) if sampling else {}),
     **(dict(ee=ee_layers) if kind == "early-exit" else {})))
 replay = get_replay("spec", params, factory, phases=spec_phases)
+
+
+def predictions(cycle, revealed: bool):
+    """Predict first: one accept/reject per draft while the verify pass is on screen; once the verdicts are drawn,
+    each prediction marked, a wrong one explained with the numbers on screen, and the session's score."""
+    keys = {i: f"sp_pred_{id(replay)}_{cycle.cycle}_{i}" for i in range(cycle.k)}
+    if not revealed:
+        if "verify" not in spec_stages(cycle)[: replay.phase + 1]:
+            return
+        st.markdown("**Your prediction** · from the verify pass above: which drafts does the target accept? "
+                    "Then **Step** (→) reveals the verdicts.")
+        cols = st.columns(min(cycle.k, 8))
+        for i, d in enumerate(cycle.drafts):
+            cols[i % len(cols)].radio(f"{i + 1}: {F.md_escape(F.label_plain(d.text))}", ["accept", "reject"], index=None,
+                                      key=keys[i], horizontal=True)
+        # a plain key too: the radios are not drawn once the verdicts are, and Streamlit then drops their values
+        st.session_state.setdefault("sp_guesses", {})[(id(replay), cycle.cycle)] = {
+            i: st.session_state[k] == "accept" for i, k in keys.items() if st.session_state.get(k)}
+        return
+    stored = st.session_state.setdefault("sp_guesses", {})
+    guesses = stored[(id(replay), cycle.cycle)] = stored.get((id(replay), cycle.cycle), {}) | {
+        i: st.session_state[k] == "accept" for i, k in keys.items() if st.session_state.get(k)}
+    marked = mark_cycle(cycle, guesses)
+    right, graded = score(marked)
+    done = st.session_state.setdefault("sp_pred_done", {})
+    if graded and (id(replay), cycle.cycle) not in done:  # counted once per cycle, however often it is shown
+        done[(id(replay), cycle.cycle)] = (right, graded)
+        me = current()
+        if me is not None:
+            progress().record_prediction(me, "speculative", right, graded)
+    total = [sum(x) for x in zip(*done.values())] if done else [0, 0]
+    lines = []
+    for m in marked:
+        if m.right is None:
+            lines.append(f"- {m.position + 1}: " + ("no prediction" if m.actual is not None else m.why))
+        else:
+            lines.append(f"- {m.position + 1}: {'✓' if m.right else '✗'} you said "
+                         f"{'accept' if m.predicted else 'reject'}, it was {'accepted' if m.actual else 'rejected'}"
+                         + ("" if m.right else f": {m.why}"))
+    with st.container(border=True):
+        st.markdown(f"**Your predictions: {right} of {graded} right** (this session: {total[0]} of {total[1]})  \n"
+                    + "\n".join(lines) if graded else "**No prediction made for this cycle.**  \n" + "\n".join(lines))
 
 
 @st.fragment(run_every=play_interval("spec"))
@@ -95,6 +143,8 @@ def view():
                     "target pass).")
     if "verify" in upto:
         chart(figure(F.verify_pass, cycle), key="verify_fig")
+    if predict and cycle.k:
+        predictions(cycle, revealed="decide" in upto)
     if "decide" in upto:
         chart(figure(F.verdicts, cycle), key="verdict_fig")
     elif not cycle.k and "resolve" in upto:

@@ -462,3 +462,29 @@ def test_the_controls_stay_in_reach_on_a_laptop_screen(server, browser):
     assert page.get_by_text("KV caches").first.bounding_box()["y"] < 720  # and the result is what is on screen
     click(page, "Step ▶")  # usable where it is
     page.close()
+
+
+def test_predict_then_reveal_with_the_keyboard(server, browser):
+    """Predict first: Step with → to the verify pass, pick accept/reject per draft, → reveals and marks them."""
+    from playwright.sync_api import expect
+
+    page = open_page(browser, f"{server}/Speculative_decoding")
+    page.get_by_text("Predict first").click()
+    settle(page)
+    blur(page)  # the keys go to the page, not the toggle
+    for _ in range(5):  # the four drafts, then the verify pass
+        page.keyboard.press("ArrowRight")
+        settle(page)
+    expect(page.get_by_text("Your prediction", exact=False).first).to_be_visible(timeout=60_000)
+    groups = page.locator("[data-testid=stRadio]").filter(has_text="accept")
+    assert groups.count() == 4
+    for i in range(4):
+        groups.nth(i).get_by_text("accept", exact=True).click()
+        settle(page)
+    blur(page)
+    page.keyboard.press("ArrowRight")
+    settle(page)
+    expect(page.get_by_text("Your predictions: 4 of 4 right").first).to_be_visible(timeout=60_000)
+    expect(page.locator("[data-testid=stException]")).to_have_count(0)
+    page.screenshot(path=str(SHOTS / "predict_reveal.png"), full_page=True)
+    page.close()

@@ -1,0 +1,48 @@
+"""Predict-then-reveal marking on synthetic cycles: no model."""
+import pytest
+
+from specviz.practice.predict import mark_cycle, score
+from test_figures import cycle
+
+
+
+@pytest.mark.fast
+def test_greedy_predictions_are_marked_and_wrong_ones_explained():
+    c = cycle(k=4)  # one verdict: position 0 rejected (the draft t0 is not the target's top choice x)
+    marked = mark_cycle(c, {0: True, 1: False, 2: True})
+    assert [m.right for m in marked] == [False, None, None, None]
+    assert "not the target's top choice “x”" in marked[0].why
+    assert marked[1].actual is None and "not reached" in marked[1].why
+    assert score(marked) == (0, 1)
+    assert score(mark_cycle(c, {0: False})) == (1, 1)
+    assert score(mark_cycle(c, {})) == (0, 0)
+
+
+@pytest.mark.fast
+def test_sampling_predictions_give_the_odds():
+    c = cycle(k=4, mode="sampling")
+    m = mark_cycle(c, {0: False})[0]
+    assert m.right is True and "u = 0.950" in m.why and "min(1, p/q)" in m.why
+
+
+def test_predict_then_reveal_on_the_speculative_page():
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=180)
+    at.run()
+    at.switch_page("pages/2_Speculative_decoding.py").run()
+    at.toggle(key="sp_predict").set_value(True).run()
+    for _ in range(5):  # the 4 drafts, then the verify pass
+        at.button(key="spec_step").click().run()
+    radios = [r for r in at.radio if r.key and r.key.startswith("sp_pred_")]
+    assert len(radios) == 4 and not any("Your predictions" in m.value for m in at.markdown)
+    for r in radios:
+        r.set_value("accept")
+    at.button(key="spec_step").click().run()  # the verdicts: revealed and marked
+    assert not at.exception
+    text = " ".join(m.value for m in at.markdown)
+    assert "Your predictions: 4 of 4 right" in text  # the default cycle 1 accepts all four drafts
+    at.button(key="spec_step").click().run()
+    assert "this session: 4 of 4" in " ".join(m.value for m in at.markdown)  # counted once
