@@ -72,7 +72,7 @@ if with_v:
     if prof["noisy"]:
         st.warning("These timings are **noisy**: the runs of one forward differ by more than 30 %. This page measures "
                    "on the same cores that serve it (and draw it, if the browser runs on this machine, and any other "
-                   "session's steps): expect v above the README's benchmark, which ran on an idle machine. "
+                   "session's steps): expect v above what an idle machine gives. "
                    "Re-measure when nothing else runs.")
     if st.button("Re-measure v", key="sl_v_again"):
         st.session_state["sl_v_nonce"] = st.session_state.get("sl_v_nonce", 0) + 1

@@ -13,7 +13,7 @@ from specviz.stages import staged_breakdown, staged_cell, staged_verdict
 settings = sidebar()
 st.title("Drafter comparison")
 st.caption("Speculative decoding is only as good as its drafter. Same prompt, same K, greedy verification "
-           "(so every output is identical): only the speed differs.")
+           "(so every output should be plain greedy's: the table's last column checks it): only the speed differs.")
 models = get_models(settings)
 with st.expander("The drafters", expanded=False):
     st.markdown(
@@ -74,7 +74,8 @@ st.subheader("Suffix decoding on repeated requests")
 st.caption("Agents send the same kind of request again and again. Suffix decoding drafts from a suffix index over "
            "every earlier request's prompt and output; n-gram prompt lookup sees only the current request. Five "
            "similar coding requests (`specviz/repeated.py`), each after the first decoded with both, greedy.")
-if st.button("Run the repeated-request scenario", key="dc_suffix_run", help="about a minute on 2 CPU cores"):
+if st.button("Run the repeated-request scenario", key="dc_suffix_run", help="Decodes the five requests with plain greedy, n-gram lookup and suffix decoding, 48 new tokens each: one "
+             "of the longer runs on this page."):
     with st.status("Decoding 5 requests with plain greedy, n-gram lookup and suffix decoding…", expanded=False):
         st.session_state["dc_suffix"] = repeated_run(models, k=K, max_new=48, rounds=1)
     st.rerun()
@@ -94,7 +95,8 @@ st.caption("n-gram lookup proposes to the token draft, which checks the guesses 
            "prompt.")
 if models.draft is None:
     st.info("Staged speculation needs the token draft: load a draft model.")
-elif st.button("Run staged vs the token draft alone", key="dc_staged_run", help="about 20 seconds on 2 CPU cores"):
+elif st.button("Run staged vs the token draft alone", key="dc_staged_run", help="Plain greedy, the token draft alone and the staged drafter, each run once to warm up and "
+             "once timed, at this page's K and new tokens."):
     with st.status("Decoding with plain greedy, the token draft and the staged drafter…", expanded=False):
         st.session_state["dc_staged"] = staged_breakdown(models, encode(models, settings, max_new), k=K, max_new=max_new)
     st.rerun()

@@ -77,7 +77,7 @@ st.markdown(
     "being the target's).")
 
 st.subheader("2 · The roofline: when decode stops being memory-bound")
-if st.button("Measure this CPU (bandwidth and matmul throughput, ~2 s)", key="sv_measure_cpu"):
+if st.button("Measure this CPU (bandwidth and matmul throughput, a few seconds)", key="sv_measure_cpu"):
     with st.spinner("measuring…"):
         st.session_state["sv_cpu"] = (S.measure_bandwidth(), S.measure_matmul_flops())
 cpu = st.session_state.get("sv_cpu")
@@ -115,7 +115,7 @@ ctx = s1.select_slider("Context per sequence (tokens)", [128, 1024, 8192, 32768,
 a = slider(s1, "Acceptance rate a", "sv_a", 0.0, 0.95, 0.55, step=0.05,
            help="The shipped drafts accept about half of their tokens greedily (models/README.md).")
 c_gpu = slider(s1, "c for the GPU calculation (draft step / target step)", "sv_c", 0.0, 0.3, 0.05, step=0.01)
-if s1.button("Measure v(B) and c(B) here (target and token draft, B = 1…16, ~1 min)", key="sv_grid"):
+if s1.button("Measure v(B) and c(B) here (target and token draft, B = 1…16)", key="sv_grid"):
     bar = st.progress(0.0, text="measuring…")
     st.session_state["sv_grid_result"] = S.forward_grid(models.target, models.draft, [1, 2, 4, 8, 16], k,
                                                         progress=lambda f, m: bar.progress(f, text=m))
@@ -126,7 +126,7 @@ calc = {"name": f"calculated: {S.KNOWN_SHAPES[0].name} on {S.H100_SXM.name}, {ct
         "speedups": S.roofline_speedups(S.KNOWN_SHAPES[0], S.H100_SXM, a, k, c_gpu, gpu_batches, ctx)}
 if s1.button("Run batched speculative greedy (B = 1, 4, 16)", key="sv_batched_run", disabled=models.draft is None,
              help="Batched greedy, then batched speculative greedy with the token draft (K = 4, 64 new tokens) on the "
-                  "benchmark prompts, and the forward-cost grid at the same K: about 1–2 minutes on this CPU."):
+                  "benchmark prompts, and the forward-cost grid at the same K: the longest measurement on this page."):
     with st.status("Running batched greedy and batched speculative greedy at B = 1, 4, 16…", expanded=True) as box:
         run_bar = st.progress(0.0, text="starting…")
         st.session_state["sv_batched"] = BT.measure_batches(models.target, models.draft, models.tokenizer,
