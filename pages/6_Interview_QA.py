@@ -27,7 +27,8 @@ def links(page: str, source: str, label: str = "See it") -> None:
 
 
 def setting(key: str, default) -> None:
-    """A filter kept across page switches (keep), with its default on a first visit."""
+    """A filter kept across page switches (keep), with its default on a first visit. (A kept value the bank no longer
+    offers is no failure: Streamlit falls back to the widget's default.)"""
     keep(key)
     st.session_state.setdefault(key, default)
 
@@ -68,7 +69,6 @@ def answer(item) -> None:
     with st.container(border=True):
         if item.headline:
             st.markdown(f"**Say this in 30 s:** {item.headline}")
-            st.divider()
         st.markdown(item.answer)
         links(item.page, item.source)
 
@@ -164,10 +164,10 @@ def code_card(r, item) -> None:
 def summary(r) -> None:
     s = Q.summarize(r.order, r.scores, BY_ID)
     st.subheader("Round done: summary")
-    c1, c2, c3 = st.columns(3)
-    c1.metric("Score", f"{Q.fmt(s.score)} / {s.cards}")
-    c2.metric("Right", f"{round(100 * s.score / s.cards) if s.cards else 0} %")
-    c3.metric("Missed", len(s.missed), help="Cards scoring under 0.8 (they go back to Leitner box 1)")
+    row = st.container(horizontal=True, gap="large")
+    row.metric("Score", f"{Q.fmt(s.score)} / {s.cards}", width="content")
+    row.metric("Right", f"{round(100 * s.score / s.cards) if s.cards else 0} %", width="content")
+    row.metric("Missed", len(s.missed), help="Cards scoring under 0.8 (they go back to Leitner box 1)", width="content")
     t1, t2 = st.columns(2)
     for col, title, rows in ((t1, "Level", s.by_level), (t2, "Topic", s.by_topic)):
         col.dataframe([{title: x.name, "Cards": x.cards, "Score": Q.fmt(x.score), "Right %": round(x.percent)}
@@ -175,9 +175,11 @@ def summary(r) -> None:
     b1, b2 = st.columns(2)
     if b1.button("New round ↻", key="qa_new", type="primary", width="stretch"):
         new_round(r.key)
+        st.rerun()
     if b2.button(f"Retry the {len(s.missed)} missed", key="qa_retry", disabled=not s.missed,
                  width="stretch"):
         new_round(r.key, Q.shuffled(list(s.missed), st.session_state["qa_seed"], r.number + 1))
+        st.rerun()
     if s.missed:
         st.markdown("**The cards you missed**")
     for c in s.missed:
@@ -186,7 +188,7 @@ def summary(r) -> None:
             answer(item)
 
 
-def new_round(key, order=None) -> None:
+def new_round(key, order=None) -> Q.Round:
     """A new round (the next number of this session's shuffle): from the filters, or the order given (retry)."""
     number = st.session_state.get("qa_rounds", 0) + 1
     st.session_state["qa_rounds"] = number
@@ -202,27 +204,28 @@ def new_round(key, order=None) -> None:
             due = (lambda ids: progress().due_order(learner, ids)) if learner is not None else \
                 (lambda ids: Q.session_due_order(ids, history))
         order = Q.round_order(ITEMS, st.session_state["qa_seed"], number, topics_, levels_, only, due, size)
-    st.session_state["qa_round"] = Q.Round(order, key, number)
+    r = st.session_state["qa_round"] = Q.Round(order, key, number)
     st.session_state.pop("qa_note", None)
-    st.rerun()
+    return r
 
 
 def quiz() -> None:
     st.session_state.setdefault("qa_seed", Q.new_seed())
     saved_line(current())
-    o1, o2, o3 = st.columns(3)
+    opts = st.container(horizontal=True, gap="medium", vertical_alignment="center")  # wraps, never stacks on a phone
     setting("qa_missed", False)
-    missed_only = o1.toggle("Missed only", key="qa_missed",
+    missed_only = opts.toggle("Missed only", key="qa_missed",
                             help="Cards whose last answer scored under 0.8 (saved ones with a name, else this session's)")
     setting("qa_due", False)
-    due_first = o2.toggle("Due cards first", key="qa_due",
+    due_first = opts.toggle("Due cards first", key="qa_due",
                           help="Leitner boxes: cards due again (missed ones first), then new cards, then the rest")
     setting("qa_size", 10)
-    size = o3.selectbox("Cards per round", Q.ROUND_SIZES, key="qa_size", format_func=lambda n: str(n) if n else "all")
+    size = opts.selectbox("Cards per round", Q.ROUND_SIZES, key="qa_size", format_func=lambda n: str(n) if n else "all",
+                          width=150)
     key = (tuple(chosen), tuple(levels), missed_only, due_first, size)
     r = st.session_state.get("qa_round")
     if r is None or r.key != key or any(c not in BY_ID for c in r.order):
-        new_round(key)
+        r = new_round(key)
     if not r.order:
         st.info("No missed card in these filters yet: answer some cards first, or turn **Missed only** off."
                 if missed_only else "No card matches these filters.")
@@ -231,10 +234,11 @@ def quiz() -> None:
         summary(r)
         return
     item = BY_ID[r.current]
-    c1, c2, c3 = st.columns(3)
-    c1.metric("Question", f"{r.i + 1} of {len(r.order)}")
-    c2.metric("Score", f"{Q.fmt(r.total)} / {len(r.scores)}")
-    c3.metric("Right", sum(Q.is_right(x) for x in r.scores.values()), help="Cards scoring at least 0.8")
+    row = st.container(horizontal=True, gap="large")
+    row.metric("Question", f"{r.i + 1} of {len(r.order)}", width="content")
+    row.metric("Score", f"{Q.fmt(r.total)} / {len(r.scores)}", width="content")
+    row.metric("Right", sum(Q.is_right(x) for x in r.scores.values()), help="Cards scoring at least 0.8",
+               width="content")
     st.progress(r.i / len(r.order))
     if st.session_state.get("qa_note"):
         st.caption(st.session_state["qa_note"])
@@ -342,8 +346,6 @@ def interview() -> None:
         return
     mocks = {x.id: x for x in BANK.mocks}
     setting("qa_mock_pick", BANK.mocks[0].id)
-    if st.session_state["qa_mock_pick"] not in mocks:
-        st.session_state["qa_mock_pick"] = BANK.mocks[0].id
     c1, c2, c3 = st.columns([3, 1, 1])
     pick = c1.selectbox("Interview", list(mocks), key="qa_mock_pick",
                         format_func=lambda k: f"{mocks[k].title} ({len(mocks[k].steps)} questions)")

@@ -318,3 +318,4 @@ def test_a_mock_interview_reaches_its_verdict(bank):
     ok(at)
     assert metric(at, "Step") == f"1 of {len(mock.steps)}"
     assert len(Progress().mocks(p.learner(name))) == 1  # recorded once
+
