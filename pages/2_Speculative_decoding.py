@@ -142,7 +142,8 @@ def view():
         st.markdown("**1 · Nothing drafted:** the target decodes one token alone, as plain decoding would (still one "
                     "target pass).")
     if "verify" in upto:
-        chart(figure(F.verify_pass, cycle), key="verify_fig")
+        # predicting: the chart gives no verdict away until the verdicts are drawn
+        chart(figure(F.verify_pass, cycle, not (predict and "decide" not in upto)), key="verify_fig")
     if predict and cycle.k:
         predictions(cycle, revealed="decide" in upto)
     if "decide" in upto:

@@ -19,6 +19,15 @@ def test_greedy_predictions_are_marked_and_wrong_ones_explained():
 
 
 @pytest.mark.fast
+def test_the_verify_chart_gives_nothing_away_while_predicting():
+    from specviz.figures import spec_cycle as F
+
+    bars = next(d for d in F.verify_pass(cycle(k=4), False).to_dict()["data"] if d["name"] == "p(draft token)")
+    assert len(set(bars["marker"]["color"])) == 1 and not any("✗" in t or "✓" in t for t in bars["text"])
+    assert set(bars["marker"]["opacity"]) == {1}  # nothing faded as "after the first mismatch"
+
+
+@pytest.mark.fast
 def test_sampling_predictions_give_the_odds():
     c = cycle(k=4, mode="sampling")
     m = mark_cycle(c, {0: False})[0]

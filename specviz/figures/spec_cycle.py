@@ -95,10 +95,11 @@ def _title_size(layout: dict, size: int) -> None:
         a.setdefault("font", {})["size"] = size
 
 
-def verify_pass(cycle) -> go.Figure:
+def verify_pass(cycle, marks: bool = True) -> go.Figure:
     """The target's ONE forward pass over k + 1 positions, and what it computes at each: its own most likely
     token there and p(draft token). A draft token the target itself ranks first passes greedy verification;
-    under rejection sampling it is kept with probability min(1, p/q)."""
+    under rejection sampling it is kept with probability min(1, p/q). marks=False: no verdict on the chart (no
+    green/red, ✓/✗ or fading) while a learner predicts the verdicts from it."""
     k = cycle.k
     if len(cycle.target_top) != k + 1:  # a trace recorded before the engine kept these: blocks only
         xs = list(range(k + 1))
@@ -113,10 +114,13 @@ def verify_pass(cycle) -> go.Figure:
         top_text = [label(t.text) for t in cycle.target_top]
         agree = [d.token == cycle.target_top[i].id for i, d in enumerate(cycle.drafts)]
         greedy = cycle.verify_mode == "greedy"
-        ruled = len(cycle.verdicts)  # positions past the first rejection are computed, then discarded
+        ruled = len(cycle.verdicts) if marks else k  # positions past the first rejection: computed, discarded
         # a second cue beside red/green, for a colour-blind learner: ✓/✗ on the bar and a hatch on a mismatch
         patterns = [""] * k
-        if greedy:
+        if greedy and not marks:
+            colors = [P_COLOR] * k
+            p_text = [f"{t}<br>{_small(p, 2)}" for t, p in zip(draft_text, cycle.p_draft)]
+        elif greedy:
             colors = [ACCEPTED if a else REJECTED for a in agree]
             patterns = ["" if a else "x" for a in agree]
             p_text = [f"{'✓' if a else '✗'} {t}<br>{_small(p, 2)}" for t, p, a in zip(draft_text, cycle.p_draft, agree)]
@@ -137,7 +141,9 @@ def verify_pass(cycle) -> go.Figure:
             **({} if dense else dict(text=p_text)))]
         layout = dict(
             height=300, barmode="group", bargap=0.25, yaxis=dict(range=[0, 1.3], title=dict(text="p (target)"), tickvals=[0, 0.5, 1]),
-            xaxis=dict(title=dict(text=("position in this pass (green ✓: draft = target's top choice, red ✗ hatched: it is not; faded: "
+            xaxis=dict(title=dict(text=("position in this pass: compare each draft token with the target's top "
+                                        "choice (your prediction first)") if greedy and not marks else
+                             ("position in this pass (green ✓: draft = target's top choice, red ✗ hatched: it is not; faded: "
                               "after the first mismatch, computed but discarded)") if greedy else
                              "position in this pass (the draft token is kept with probability min(1, p/q); faded: "
                              "after the first rejection, computed but discarded)"), type="category"),
