@@ -17,6 +17,8 @@ def home():
         "Every page drives **SmolLM2-135M-Instruct** (embedded, offline) one step at a time and draws each "
         "decision it makes. Pick a prompt in the sidebar, open a page, press **Step**.")
 
+    start_here()
+
     st.subheader("The mental model: search vs accelerator")
     a, b, c = st.columns(3)
     with a:
@@ -42,6 +44,38 @@ def home():
     for page in PAGES:
         page_link(page.path)
     st.caption("Each page keeps its own run per browser tab: two tabs never share a cursor.")
+
+
+def start_here():
+    """A one-week study path through the pages, drills and quiz, with the learner's progress on it."""
+    from specviz.practice.plan import status
+    from ui.learner import current, progress
+    from ui.registry import BY_PATH
+
+    me = current()
+    if me is None:
+        stats, cards, predictions, mocks = {}, 0, 0, 0
+    else:
+        p = progress()
+        stats, cards = p.drill_stats(me), sum(c["seen"] for c in p.cards(me).values())
+        predictions, mocks = p.prediction_score(me)[1], len(p.mocks(me))
+    days = status(stats, cards, predictions, mocks)
+    done = sum(d >= g for _, d, g in days)
+    with st.expander(f"**Start here: a week to interview-ready** · {done} of {len(days)} days done"
+                     if me is not None else "**Start here: a week to interview-ready**", expanded=me is None or done < 7):
+        if me is None:
+            st.caption("Type your name in the sidebar and your progress is kept (drills, quiz boxes, predictions, "
+                       "mock interviews) and ticked off here.")
+        for n, (day, got, goal) in enumerate(days, 1):
+            mark = "✅" if me is not None and got >= goal else "▫️"
+            st.markdown(f"{mark} **Day {n} · {day.title}** — {day.practise}"
+                        + (f" *({got}/{goal})*" if me is not None else ""))
+            links = st.columns(len(day.pages) + 1)
+            for col, path in zip(links, day.pages):
+                col.page_link(path, label=BY_PATH[path].title, icon=BY_PATH[path].icon)
+            target = "pages/10_Practice.py" if day.drills else "pages/6_Interview_QA.py" if (day.quiz_cards or day.mocks) else None
+            if target:
+                links[-1].page_link(target, label=BY_PATH[target].title, icon=BY_PATH[target].icon)
 
 
 def live_comparison(settings):
