@@ -197,8 +197,7 @@ def new_round(key, order=None) -> Q.Round:
         learner, history = current(), st.session_state.setdefault("qa_history", {})
         only = None
         if missed_only:
-            only = progress().missed(learner) if learner is not None else \
-                {c for c, v in history.items() if not Q.is_right(v)}
+            only = progress().missed(learner) if learner is not None else Q.session_missed(history)
         due = None
         if due_first:
             due = (lambda ids: progress().due_order(learner, ids)) if learner is not None else \
@@ -215,10 +214,10 @@ def quiz() -> None:
     opts = st.container(horizontal=True, gap="medium", vertical_alignment="center")  # wraps, never stacks on a phone
     setting("qa_missed", False)
     missed_only = opts.toggle("Missed only", key="qa_missed",
-                            help="Cards whose last answer scored under 0.8 (saved ones with a name, else this session's)")
+                              help="Cards whose last answer scored under 0.8 (saved ones with a name, else this session's)")
     setting("qa_due", False)
     due_first = opts.toggle("Due cards first", key="qa_due",
-                          help="Leitner boxes: cards due again (missed ones first), then new cards, then the rest")
+                            help="Leitner boxes: cards due again (missed ones first), then new cards, then the rest")
     setting("qa_size", 10)
     size = opts.selectbox("Cards per round", Q.ROUND_SIZES, key="qa_size", format_func=lambda n: str(n) if n else "all",
                           width=150)

@@ -49,6 +49,7 @@ def test_due_order_puts_missed_first_then_unseen_then_right():
     ids = ["a", "b", "c", "d", "e"]
     last = {"b": 1.0, "d": 0.25, "e": 0.5}
     assert Q.session_due_order(ids, last) == ["d", "e", "a", "c", "b"]
+    assert Q.session_missed(last) == {"d", "e"} and Q.session_missed({"x": RIGHT}) == set()
     items = [card(x) for x in ids]
     order = Q.round_order(items, 3, due=lambda o: Q.session_due_order(o, last))
     assert set(order[:2]) == {"d", "e"} and order[-1] == "b"

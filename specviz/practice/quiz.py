@@ -46,6 +46,11 @@ def session_due_order(ids: Sequence[str], last: dict[str, float]) -> list[str]:
     return missed + unseen + right
 
 
+def session_missed(last: dict[str, float]) -> set[str]:
+    """'Missed only' within one session: the cards whose last answer here scored under RIGHT."""
+    return {c for c, v in last.items() if v < RIGHT}
+
+
 def select(items: Iterable[QuizItem], topics=(), levels=(), only: set[str] | None = None) -> list[QuizItem]:
     """The cards matching the filters: topics and levels (none chosen: all), and `only` (a set of ids: 'missed
     only'; None: no such filter)."""
