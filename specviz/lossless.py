@@ -85,9 +85,10 @@ def family_verdict(pvalues: list[float], alpha: float = 0.05) -> tuple[str, str]
     i = min(range(m), key=lambda j: pvalues[j])
     low = pvalues[i]
     if low < threshold:
+        where = (f"below {alpha:g} / {m} = {threshold:.3g}: with the Bonferroni correction this is a **rejection at "
+                 "the family level**" if m > 1 else f"below {alpha:g}: a **rejection**")
         return "reject", (
-            f"Token {i + 1}'s p-value, **{low:.3g}**, is below {alpha:g} / {m} = {threshold:.3g}: with the "
-            f"Bonferroni correction this is a **rejection at the family level** — the two samplers' tokens differ "
+            f"Token {i + 1}'s p-value, **{low:.3g}**, is {where} — the two samplers' tokens differ "
             f"more than sampling noise usually makes them differ. It is not yet proof that the rule is wrong: when "
             f"both samplers are the same, some run still rejects up to {alpha:.0%} of the time (1 run in "
             f"{1 / alpha:.0f}: that is what the threshold allows). The honest check is to sample again with more "

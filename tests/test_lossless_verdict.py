@@ -28,8 +28,8 @@ def test_high_p_values_are_no_detectable_difference_without_claiming_proof():
     kind, text = family_verdict([0.4, 0.6, 0.2])
     assert kind == "consistent"
     assert "no detectable difference" in text and "does not prove" in text
-    kind, _ = family_verdict([0.03])  # one test: its threshold is alpha itself
-    assert kind == "reject"
+    kind, text = family_verdict([0.03])  # one test: its threshold is alpha itself, and no family to speak of
+    assert kind == "reject" and "below 0.05: a **rejection**" in text and "Bonferroni" not in text
 
 
 @pytest.mark.fast
