@@ -1,11 +1,15 @@
 """Beam search step by step, beside greedy on the same prompt."""
 import streamlit as st
 
-from ui.common import chart, controls, figure, encode, get_models, get_replay, link, play_interval, play_speed, play_tick, sidebar, slider
+from ui.common import (chart, controls, figure, encode, get_models, get_replay, keep, link, play_interval, play_speed,
+                       play_tick, sidebar, slider)
+from ui.learner import current, progress
 
 from specviz.beam import beam_steps
 from specviz.compare import beam_vs_greedy, length_penalty_note
-from specviz.figures.beam_tree import beam_tree, final_ranking, readable
+from specviz.figures.beam_tree import beam_tree, final_ranking, readable, shown_candidates
+from specviz.figures import label_plain, md_escape
+from specviz.practice.predict import mark_beam
 from specviz.plain import plain_steps
 from specviz.step import run_steps
 
@@ -21,10 +25,40 @@ penalty = slider(c2, "Length penalty", "bm_lp", -1.0, 3.0, 1.0, "length_penalty"
                  help="score = sum log p / length^penalty: above 0 favours longer hypotheses.")
 max_new = slider(c3, "Max new tokens", "bm_max", 2, 40, 12, "max_new_tokens")
 top_n = slider(c4, "Top candidates shown per beam", "bm_top", 1, 6, 3, "top")
+keep("bm_predict")
+predict = st.toggle("Predict first", key="bm_predict",
+                    help="Each step first shows its candidates without their fate: pick the ones that stay in the beam, "
+                         "then Step (→) reveals which were kept, pruned or finished.")
 link("beam", "Beam_search", dict(beams=B, length_penalty=penalty, max_new_tokens=max_new, top=top_n))
 ids = encode(models, settings, max_new)
-params = (tuple(ids), B, penalty, max_new, top_n, settings.target)
-replay = get_replay("beam", params, lambda: beam_steps(models.target, models.tokenizer, ids, B, max_new, penalty, top_n))
+params = (tuple(ids), B, penalty, max_new, top_n, settings.target, predict)
+# predicting: two phases per step (the candidates, then their fate); a changed switch starts a clean run
+replay = get_replay("beam", params, lambda: beam_steps(models.target, models.tokenizer, ids, B, max_new, penalty, top_n),
+                    phases=2 if predict else 1)
+
+
+def prediction(step):
+    """Predict first: the candidates drawn without their fate; the learner picks the survivors before Step."""
+    cands = shown_candidates(step)
+    names = [f"{i + 1}. “{md_escape(label_plain(c.text))}” ({c.score:.2f})" for i, c in enumerate(cands)]
+    key = f"bm_pred_{id(replay)}_{step.step}"
+    if replay.phase == 0:
+        st.multiselect(f"Which candidates stay in the beam? (B = {B}; the grey circles above, best first)", names,
+                       key=key, max_selections=len(names))
+        st.session_state.setdefault("bm_guesses", {})[key] = [names.index(n) for n in st.session_state.get(key, [])]
+        return
+    chosen = set(st.session_state.get("bm_guesses", {}).get(key, []))
+    right, lines = mark_beam(cands, chosen, B)
+    done = st.session_state.setdefault("bm_pred_done", {})
+    if key not in done:
+        done[key] = (right, len(cands))
+        me = current()
+        if me is not None:
+            progress().record_prediction(me, "beam", right, len(cands))
+    total = [sum(x) for x in zip(*done.values())]
+    with st.container(border=True):
+        st.markdown(f"**Your prediction: {right} of {len(cands)} candidates right** (this session: {total[0]} of "
+                    f"{total[1]})  \n" + "  \n".join(md_escape(line) for line in lines))
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -42,7 +76,12 @@ def view():
         st.info("Press **Step** to expand the beams one token at a time.")
         return
     st.markdown(f"**Step {step.step + 1}**" + (f" · stopped: {step.stopped}" if step.stopped else ""))
-    chart(figure(beam_tree, replay.events, replay.event), key="beam_tree")
+    hidden = predict and replay.phase == 0
+    chart(figure(beam_tree, replay.events, replay.event, hide_last=hidden), key="beam_tree")
+    if predict:
+        prediction(step)
+        if hidden:
+            return
     st.caption("Green: kept beams · star: finished · grey ×: pruned candidates (hover any node for its token, log p "
                "and cumulative log p). With many steps the chart follows the newest; drag it to see earlier ones.")
     if step.beams_after and not replay.at_end:

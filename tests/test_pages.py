@@ -292,9 +292,9 @@ def test_interview_page_quiz_scores(app):
     assert shown() >= 10  # browsing: the misconceptions with their correct versions
     at.radio(key="qa_mode").set_value("Quiz").run()
     assert shown() == 0  # the quiz asks them: their answers are not on the page beside it
-    at.button(key="qa_reveal").click().run()
-    at.button(key="qa_right").click().run()
-    assert any(m.label == "Score" and m.value == "1 / 1" for m in at.metric)
+    from test_quiz_page import answer  # the first card of the session's shuffle, whatever its kind
+    answer(at, True)
+    assert any(m.label == "Score" and m.value.startswith("1") for m in at.metric), [(m.label, m.value) for m in at.metric]
     at.multiselect(key="qa_topics").set_value(["drafters"]).run()
     no_errors(at)
 

@@ -55,3 +55,30 @@ def test_predict_then_reveal_on_the_speculative_page():
     assert "Your predictions: 4 of 4 right" in text  # the default cycle 1 accepts all four drafts
     at.button(key="spec_step").click().run()
     assert "this session: 4 of 4" in " ".join(m.value for m in at.markdown)  # counted once
+
+
+def test_predict_then_reveal_on_the_beam_page():
+    import json
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=180)
+    at.run()
+    at.switch_page("pages/1_Beam_search.py").run()
+    at.toggle(key="bm_predict").set_value(True).run()
+    at.button(key="beam_step").click().run()
+    assert not at.exception
+    tree = json.loads(at.get("plotly_chart")[0].proto.spec)
+    by = {d.get("name"): d for d in tree["data"]}
+    assert by["candidate"]["x"] and not by["kept"]["x"] and not by["pruned"]["x"]  # the step's fate hidden
+    pick = at.multiselect[0]
+    step = at.session_state["beam"][1].current()
+    from specviz.figures.beam_tree import shown_candidates
+    cands = shown_candidates(step)
+    pick.set_value([o for i, o in enumerate(pick.options) if cands[i].status == "kept"]).run()
+    at.button(key="beam_step").click().run()
+    assert not at.exception
+    text = " ".join(m.value for m in at.markdown)
+    assert f"Your prediction: {len(cands)} of {len(cands)} candidates right" in text
+    assert next(d for d in json.loads(at.get("plotly_chart")[0].proto.spec)["data"] if d.get("name") == "kept")["x"]

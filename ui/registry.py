@@ -34,7 +34,7 @@ PAGES = [
     PageInfo("pages/10_Practice.py", "Practice drills", "🏋️",
              "exercises with exact answers from the formulas and the model's own cycles, graded, with worked solutions"),
     PageInfo("pages/6_Interview_QA.py", "Interview Q&A", "🎓",
-             "questions at interview depth, misconceptions, a self-graded quiz"),
+             "questions at interview depth, rubric-graded quiz rounds with spaced repetition, code cards, mock interviews"),
 ]
 BY_PATH = {p.path: p for p in PAGES}
 

@@ -21,45 +21,59 @@ def readable(text: str) -> str:
     return SPECIAL.sub("", text).rstrip() + (" ■" if ended else "")
 
 
-def beam_tree(steps, upto: int | None = None, top_pruned: int = 6, window: int = WINDOW) -> go.Figure:
+def shown_candidates(step, top_pruned: int = 6) -> list:
+    """The candidates of a step the tree draws: every kept and finished one, and the best `top_pruned` pruned ones,
+    best first (the page's prediction lists the same ones)."""
+    pruned = [c for c in step.candidates if c.status == "pruned"][:top_pruned]
+    return sorted([c for c in step.candidates if c.status != "pruned"] + pruned, key=lambda c: -c.score)
+
+
+def beam_tree(steps, upto: int | None = None, top_pruned: int = 6, window: int = WINDOW,
+              hide_last: bool = False) -> go.Figure:
     """steps: BeamStep events; draws steps[: upto + 1]. Nodes at depth s are that step's candidates,
     placed by cumulative log-prob (best on top); edges join each to the beam it extended. Kept and finished
     nodes carry their token and cumulative log-prob; pruned ones only a hover (their labels would collide).
-    The x range shows the last `window` steps (the frontier); the rest is a drag away."""
+    The x range shows the last `window` steps (the frontier); the rest is a drag away. hide_last: the newest step's
+    candidates drawn without their fate (a learner predicting which survive)."""
     steps = list(steps)[: (len(steps) if upto is None else upto + 1)]
     fig = go.Figure()
     node_y = {(0, 0): 0.0}  # (step, beam index) -> y of the kept node that is that beam
     edges = {"kept": ([], []), "finished": ([], []), "pruned": ([], [])}
     max_rows = 1
-    groups = {"kept": ([], [], [], []), "finished": ([], [], [], []), "pruned": ([], [], [], [])}
+    groups = {"kept": ([], [], [], []), "finished": ([], [], [], []), "pruned": ([], [], [], []),
+              "candidate": ([], [], [], [])}
+    edges["candidate"] = ([], [])
     at = {}  # (step, parent beam, token) -> y of that kept or finished node: to trace the best hypothesis
     for s, step in enumerate(steps, start=1):  # x = step number; the prompt sits at x = 0
-        pruned = [c for c in step.candidates if c.status == "pruned"][:top_pruned]
-        shown = [c for c in step.candidates if c.status != "pruned"] + pruned
-        shown.sort(key=lambda c: -c.score)
+        shown = shown_candidates(step, top_pruned)
         max_rows = max(max_rows, len(shown))
+        hidden = hide_last and s == len(steps)
         for row, c in enumerate(shown):
             y = -float(row)
             px, py = s - 1, node_y.get((s - 1, c.parent), 0.0)
-            ex, ey = edges[c.status]
+            status = "candidate" if hidden else c.status
+            ex, ey = edges[status]
             ex += [px, s, None]
             ey += [py, y, None]
             if c.status == "kept":
                 node_y[(s, c.child)] = y
-            if c.status != "pruned":
+            if c.status != "pruned" and not hidden:
                 at[(s, c.parent, c.token)] = (y, c.child)
-            xs, ys, texts, hovers = groups[c.status]
+            xs, ys, texts, hovers = groups[status]
             xs.append(s)
             ys.append(y)
-            texts.append("" if c.status == "pruned" else
+            texts.append("" if status == "pruned" else
                          f"{label(short(c.text, 11))}<br><span style='font-size:9px;color:#666'>{c.score:.2f}</span>")
             hovers.append(f"step {s}: “{label(c.text)}”<br>log p = {c.logprob:.3f}<br>cumulative = {c.score:.3f}"
-                          f"<br>{c.status}" + (f" (rank {c.rank + 1})" if c.rank >= 0 else ""))
-    for status, color, width in (("pruned", "#e0e0e0", 1), ("finished", FINISHED, 2), ("kept", KEPT, 2)):
+                          + ("<br>kept or pruned? your prediction first" if hidden else
+                             f"<br>{c.status}" + (f" (rank {c.rank + 1})" if c.rank >= 0 else "")))
+    for status, color, width in (("pruned", "#e0e0e0", 1), ("candidate", "#9e9e9e", 1), ("finished", FINISHED, 2),
+                                 ("kept", KEPT, 2)):
         ex, ey = edges[status]
         fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", line=dict(color=color, width=width),
                                  hoverinfo="skip", showlegend=False, name=f"edges {status}"))
-    best = steps[-1].finished[0] if steps and steps[-1].finished else None
+    done = steps[:-1] if hide_last else steps  # a hidden step's finished hypotheses are not revealed either
+    best = done[-1].finished[0] if done and done[-1].finished else None
     if best is not None:  # the winning path, under the nodes: the best finished hypothesis so far, step by step
         xs, ys, beam = [0], [0.0], 0
         for s, token in enumerate(best.tokens, start=1):
@@ -71,8 +85,11 @@ def beam_tree(steps, upto: int | None = None, top_pruned: int = 6, window: int =
             beam = node[1]
         fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(color="#ffb300", width=7), opacity=0.55,
                                  name="best finished path", hoverinfo="skip"))
-    styles = {"kept": (KEPT, "circle", 12), "finished": (FINISHED, "star", 16), "pruned": (PRUNED, "x", 8)}
+    styles = {"kept": (KEPT, "circle", 12), "finished": (FINISHED, "star", 16), "pruned": (PRUNED, "x", 8),
+              "candidate": ("#9e9e9e", "circle-open", 12)}
     for status, (xs, ys, texts, hovers) in groups.items():
+        if not xs and status == "candidate":
+            continue
         color, symbol, size = styles[status]
         fig.add_trace(go.Scatter(
             x=xs, y=ys, mode="markers+text" if status != "pruned" else "markers", text=texts,

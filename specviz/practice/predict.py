@@ -46,3 +46,19 @@ def score(marked: list[Marked]) -> tuple[int, int]:
     """(right, graded) over the predictions that could be graded."""
     graded = [m for m in marked if m.right is not None]
     return sum(m.right for m in graded), len(graded)
+
+
+def mark_beam(candidates, chosen: set[int], beams: int) -> tuple[int, list[str]]:
+    """A beam step's prediction: which of the drawn candidates stay as running beams. Returns (right, lines): a
+    candidate is right when the learner's in/out matches its fate; each line explains the fate with its rank."""
+    ranked = sorted(range(len(candidates)), key=lambda i: -candidates[i].score)
+    lines, right = [], 0
+    for i, c in enumerate(candidates):
+        kept = c.status == "kept"
+        ok = (i in chosen) == kept
+        right += ok
+        fate = ("kept: among the top B = %d by cumulative log-prob" % beams if kept else
+                "finished: it ends with end-of-sequence, so it leaves the beam for the finished list"
+                if c.status == "finished" else f"pruned: below the B = {beams} best")
+        lines.append(f"{'✓' if ok else '✗'} {_q(c.text)} ({c.score:.3f}, #{ranked.index(i) + 1}): {fate}")
+    return right, lines
