@@ -2,7 +2,6 @@
 every page by direct URL, step the pages, assert what is shown, save screenshots, time a Step."""
 import os
 import statistics
-import time
 from pathlib import Path
 
 import pytest

@@ -1,6 +1,5 @@
 """Bad input gets one clear line (CLI exit 2) or a message in the page — never a traceback."""
 import json
-import os
 from pathlib import Path
 
 import pytest

@@ -5,7 +5,6 @@ import json
 from pathlib import Path
 
 import pytest
-import torch
 from streamlit.testing.v1 import AppTest
 
 from conftest import chat
