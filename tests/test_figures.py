@@ -10,6 +10,8 @@ from specviz.figures.beam_tree import distinct_labels, final_ranking, readable
 from specviz.measure import per_position_tests
 from specviz.trace import CacheState, Cycle, DraftToken, Hypothesis, TokenProb, Verdict
 
+pytestmark = pytest.mark.fast  # synthetic events only: no model
+
 
 def cycle(k=16, mode="greedy", origin="correction", new_p=0.3):
     drafts = tuple(DraftToken(i, 100 + i, f"t{i}", 0.5, (TokenProb(100 + i, f"t{i}", 0.5), TokenProb(0, "<|endoftext|>", 0.0)))

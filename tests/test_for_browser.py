@@ -20,7 +20,8 @@ from specviz.figures.beam_tree import final_ranking
 from specviz.trace import Hypothesis
 from test_figures import cycle
 
-pytestmark = pytest.mark.skipif(os.environ.get("SPECVIZ_SKIP_BROWSER") == "1", reason="SPECVIZ_SKIP_BROWSER=1")
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(os.environ.get("SPECVIZ_SKIP_BROWSER") == "1", reason="SPECVIZ_SKIP_BROWSER=1")]
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 
 # Plotly's full layout and data, less its private keys and what for_browser changes on purpose

@@ -19,7 +19,8 @@ from specviz.speculative import speculative_steps
 from ui.class_load import PROMPTS, classroom, session_query
 
 ROOT = Path(__file__).resolve().parent.parent
-pytestmark = pytest.mark.skipif(os.environ.get("SPECVIZ_SKIP_BROWSER") == "1", reason="SPECVIZ_SKIP_BROWSER=1")
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(os.environ.get("SPECVIZ_SKIP_BROWSER") == "1", reason="SPECVIZ_SKIP_BROWSER=1")]
 SESSIONS, CYCLES = int(os.environ.get("SPECVIZ_LOAD_SESSIONS", 8)), int(os.environ.get("SPECVIZ_LOAD_CYCLES", 20))
 
 

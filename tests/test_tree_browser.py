@@ -10,7 +10,8 @@ import pytest
 from conftest import browser, settle, timed_click  # noqa: F401  (the shared Chromium fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
-pytestmark = pytest.mark.skipif(os.environ.get("SPECVIZ_SKIP_BROWSER") == "1", reason="SPECVIZ_SKIP_BROWSER=1")
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(os.environ.get("SPECVIZ_SKIP_BROWSER") == "1", reason="SPECVIZ_SKIP_BROWSER=1")]
 CYCLE = "() => [...document.querySelectorAll('[data-testid=stMarkdownContainer]')].map(e => e.innerText).find(t => t.startsWith('Cycle ')) || ''"
 
 

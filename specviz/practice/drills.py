@@ -15,7 +15,12 @@ import random
 import re
 from dataclasses import asdict, dataclass, field
 
+from ..beam import beam_steps
+from ..drafters import make_drafter
 from ..errors import SpecVizError
+from ..prompting import prompt_ids
+from ..sampling import SamplingConfig
+from ..speculative import speculative_steps
 from ..theory import DONT_SPECULATE, best_k, expected_tokens, walltime_improvement
 
 MAX_RESPONSE = 200  # characters: an answer is a number, a short list or a word
@@ -270,11 +275,6 @@ def live_cycles(models, seed: int, drafter: str = "token", max_cycles: int = 6, 
     """The prompt and a generator of the cycles of a real speculative run, deterministic by seed (prompt and
     sampling seed from it). A generator: a drill stops at the first cycle it can use (a drill on screen in
     well under a second needs one or two cycles, not six)."""
-    from ..drafters import make_drafter
-    from ..prompting import prompt_ids
-    from ..sampling import SamplingConfig
-    from ..speculative import speculative_steps
-
     prompt = LIVE_PROMPTS[seed % len(LIVE_PROMPTS)]
     ids = prompt_ids(models.tokenizer, prompt)
     cfg = SamplingConfig(1.0 if sampling else 0.0, 0, 1.0, seed)
@@ -368,9 +368,6 @@ def live_greedy_verify(models, seed: int) -> Drill:
 
 
 def live_beam_prune(models, seed: int) -> Drill:
-    from ..beam import beam_steps
-    from ..prompting import prompt_ids
-
     rng = random.Random(seed)
     prompt = LIVE_PROMPTS[seed % len(LIVE_PROMPTS)]
     B = rng.choice([2, 3, 4])
