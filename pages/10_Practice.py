@@ -102,7 +102,8 @@ if drill is not None:
             if drill.page in BY_PATH:
                 p = BY_PATH[drill.page]
                 st.page_link(p.path, label=f"See it: {p.title}", icon=p.icon)
-            st.caption(f"Graded {'exactly' if not drill.tolerance else f'within ±{drill.tolerance:g} per number'}.")
+            st.caption("Graded " + ("exactly" if not drill.tolerance else f"within ±{drill.tolerance:g}"
+                                    + (" per number" if drill.form == "list" else "")) + ".")
 
 
 def new_drill():
