@@ -1,6 +1,8 @@
 """Tree speculation, one cycle at a time: a tree of drafted candidates, ONE target pass over every node with
 a tree attention mask, the walk from the root, and the KV cache keeping only the accepted path."""
 
+import time
+
 import streamlit as st
 
 from ui.common import (ON_OFF, chart, controls, encode, figure, get_models, get_replay, link, linked,
@@ -15,16 +17,19 @@ from specviz.figures.tree import (break_even_figure, chain_vs_tree_figure, fit_f
 from specviz.sampling import SamplingConfig
 from specviz.step import token_text
 from specviz.tree import tree_speculative_steps
-from specviz.tree_compare import break_even, chain_vs_tree, comparison, finding, verify_cost_curve
-from specviz.medusa_choices import parse_choices
-from specviz.tree_lossless import (bin_names, expected_pairs, first_token_fit, goodness_of_fit, real_tables, sample_pairs,
-                                   typical_verifier)
+from specviz.tree_compare import (break_even, chain_vs_tree, comparison, finding, tree_benchmark, tree_faster,
+                                  verify_cost_curve)
+from specviz.medusa_choices import MAX_CHARS, parse_choices
+from specviz.tree_lossless import (bin_names, expected_pairs, first_token_fit, fit_verdict, goodness_of_fit,
+                                   load_typical_tv, real_tables, sample_pairs, typical_verifier)
 
 settings = sidebar()
 st.title("Tree speculation")
 st.caption("Instead of one chain of guesses, the draft proposes a TREE: several candidates where it is unsure. "
            "The target scores every node in ONE forward pass: each node attends to the context and its own "
-           "ancestors only, and siblings share a position id. The walk keeps one root-to-leaf path.")
+           "ancestors only, and siblings share a position id. The walk then keeps a path down from the root: the "
+           "drafts accepted one level after another, usually ending at an inner node where no child passes, not at "
+           "a leaf, and after them one token of the target's own (correction, resampled or bonus).")
 models = get_models(settings)
 if models.feature_draft is None:
     st.warning("The EAGLE-2 tree needs the feature draft, which exists only for the embedded target.")
@@ -39,42 +44,60 @@ choice = c1.radio("Drafter", list(DRAFTERS.values()), key="tr_drafter", horizont
 budget = slider(c2, "Verify budget N (nodes)", "tr_budget", 2, 32, 12, "budget")
 depth = slider(c3, "Depth", "tr_depth", 1, 8, 4, "depth")
 mode = c4.radio("Verification", list(MODES.values()), key="tr_mode", horizontal=True)
-st.caption("Which is faster on this CPU: the chain. In the project's latest benchmark (README, Performance; "
-           "`docs/bench-2026-11-23d.json`) the EAGLE-2 tree (N = 16, depth 6) emits 2.38 tokens per verify pass "
-           "against 1.81 for the same feature draft's chain at K = 4, yet runs at 1.05× plain greedy's speed against "
-           "the chain's 1.15×. So the drafter the app suggests for speed, the Speculative decoding page's default, "
-           "is the feature draft's chain; this page opens on the tree because the tree is what it teaches. On a CPU "
-           "every verified position costs time, so the cheapest pass wins; on a GPU, where a pass over 64 positions "
-           "costs about as much as one, the tree's extra tokens per pass are nearly free. Compare them on your "
-           "prompt below.")
+st.caption("A tree usually emits more tokens per verify pass than a chain; whether it is also faster depends on the "
+           "machine: on a CPU every verified position costs time, on a GPU a pass over 64 positions costs about "
+           "as much as one. *Chain vs tree* below measures both on your prompt, on this machine.")
 if choice == "Medusa heads" and models.medusa is None:
     st.info("The Medusa heads are not shipped with this build (models/medusa): showing the EAGLE-2 tree.")
     choice = "EAGLE-2 tree"
 choices = None
 if choice == "Medusa heads":
     linked("tr_choices", "choices")  # a link's edited list (parsed and checked below like typed text), then kept
+    shipped = repr(list(models.medusa.choices))
     if "tr_choices" not in st.session_state:
-        st.session_state["tr_choices"] = repr(list(models.medusa.choices))
+        st.session_state["tr_choices"] = shipped
+    elif len(st.session_state["tr_choices"]) > MAX_CHARS:  # from a link: max_chars bounds typing only
+        st.error(f"The medusa_choices text was {len(st.session_state['tr_choices']):,} characters, at most "
+                 f"{MAX_CHARS:,}: showing the shipped list instead.")
+        st.session_state["tr_choices"] = shipped
     text = st.text_area("medusa_choices: each path (i₁, …, i_d) is head d's i_d-th likeliest token under the node "
-                        "(i₁, …, i_d−1); a path's parent must be listed", key="tr_choices", height=80)
+                        "(i₁, …, i_d−1); a path's parent must be listed", key="tr_choices", height=80,
+                        max_chars=MAX_CHARS)
     try:
         choices = parse_choices(text, models.medusa.num_heads)
     except SpecVizError as e:
         st.error(md_escape(str(e)) + " Using the shipped list instead.")
         choices = tuple(models.medusa.choices)
-    st.caption(f"The tree is the first paths of this list that fit: at most N = {budget} nodes, each path at most "
-               f"{min(depth, models.medusa.num_heads)} deep (one head per depth: {models.medusa.num_heads} heads, so "
-               "a depth above that adds nothing), a path only when its parent is in.")
+    st.caption(f"The tree: the list's paths in its order (a path brings its parent along), at most N = {budget} "
+               f"nodes, each path at most {min(depth, models.medusa.num_heads)} deep (one head per depth: "
+               f"{models.medusa.num_heads} heads, so a depth above that adds nothing); then ordered as Medusa orders "
+               "them, by depth and then rank, so the likelier sibling is tried first.")
 t1, t2, t3 = st.columns(3)
-typical_on = t1.toggle("Typical acceptance (LOSSY)", key="tr_typical",
-                       help="Medusa's rule: accept a node when p(x) > min(ε, δ·exp(−H(p))), keep the longest passing "
-                            "path. Fast, but the output is no longer distributed as the target's.")
+typical_on = t1.toggle("Typical acceptance (LOSSY when sampling)", key="tr_typical",
+                       help="Medusa's rule as its repository runs it: when sampling, a node passes when p(x) > "
+                            "min(ε, δ·exp(−H(p))); the likeliest of the longest passing paths is kept and the next "
+                            "token is p's argmax. The output is no longer distributed as the target's. Under greedy "
+                            "Medusa verifies by exact match, so there the toggle changes nothing.")
 epsilon = slider(t2, "ε (posterior threshold)", "tr_eps", 0.01, 0.5, 0.09, "eps", step=0.01, disabled=not typical_on)
 delta = slider(t3, "δ (entropy factor)", "tr_delta", 0.01, 1.0, 0.3, "delta", step=0.01, disabled=not typical_on)
 typical = (epsilon, delta) if typical_on else None
 max_new = 32
 ids = encode(models, settings, max_new)
 cfg = SamplingConfig(1.0 if mode.startswith("sampling") else 0.0)
+if typical_on and cfg.greedy:
+    st.caption("Greedy: typical acceptance is exact match here, as in Medusa at temperature 0 (its "
+               "`evaluate_posterior` compares each node with the argmax), so the output is plain greedy's. Switch "
+               "Verification to sampling to see the lossy rule.")
+elif typical_on:
+    measured_tv = load_typical_tv()
+    st.caption("Typical acceptance here is the rule Medusa's repository runs by default (`evaluate_posterior` with "
+               "`fast=True`); its `fast=False` variant draws the token after the path from p with the tokens under the threshold removed instead."
+               + (f" Measured for this rule (`models/medusa/typical_tv.json`, {measured_tv['date']}): on the first "
+                  f"Medusa tree of each of {measured_tv['prompts']} held-out prompts at T = 1 (N = "
+                  f"{measured_tv['budget']}, ε = {measured_tv['epsilon']}, δ = {measured_tv['delta']}) the first "
+                  f"token's total variation from the target's p is **{measured_tv['typical_tv_mean']:.3f}** on "
+                  f"average; the exact rule's is at most {measured_tv['exact_tv_max']:.0e} (float rounding)."
+                  if measured_tv else ""))
 kind = {label: name for name, label in DRAFTERS.items()}[choice]
 params = (tuple(ids), kind, budget, depth, cfg, choices, typical, settings.target, settings.draft)
 link("tree", "Tree_speculation", dict(
@@ -130,12 +153,17 @@ def view():
     m[3].metric("Tokens per target pass", f"{tokens / (verify + prefill):.2f}",
                 help="The prefill pass counted too (the drafter reads the target's states, so it needs one first): "
                      "the figure the model card reports.")
-    st.caption("Colour: the verdict. Opacity: the draft's confidence q in that token (fainter: less sure). The star "
-               "after the accepted path is the token the target adds itself (correction, resampled or bonus): it is "
-               "not drafted, so it is not a node of the tree. Greedy: the walk takes the child equal to the target's "
-               "argmax, so the output is plain greedy's. Sampling: children are tried in turn, each against the "
-               "residual the earlier rejections left (multi-draft recursive rejection sampling): exactly the "
-               "target's distribution. Hover a node for its path from the root, p, q and the verdict.")
+    rule = {"greedy": "Greedy: the walk takes the child equal to the target's argmax, so the output is plain "
+                      "greedy's" + (" (typical acceptance too: at T = 0 it is exact match)." if typical else "."),
+            "sampling": "Sampling: children are tried in turn, each against the residual the earlier rejections left "
+                        "(multi-draft recursive rejection sampling): exactly the target's distribution.",
+            "typical": "Typical acceptance (LOSSY): a node passes when p(x) clears min(ε, δ·exp(−H(p))) under its "
+                       "parent; of the longest passing paths the likeliest is kept, and the target adds p's argmax "
+                       "after it. No draw decides anything: the output is not distributed as the target's."}
+    st.caption("Colour and shape: the verdict (● accepted, ✕ rejected, ○ not reached). Opacity: the draft's "
+               "confidence q in that token (fainter: less sure). The star after the accepted path is the token the "
+               "target adds itself (correction, resampled or bonus): it is not drafted, so it is not a node of the "
+               "tree. " + rule[cycle.verify_mode] + " Hover a node for its path from the root, p, q and the verdict.")
 
 
 view()
@@ -167,6 +195,15 @@ st.caption(f"Greedy, the same prompt, {max_new} tokens each (token identity with
            f"the same feature draft's chain at **K = N = {budget}** (the same verify cost: K + 1 = N + 1 positions) "
            f"and at **K = D = {depth}** (the tree's depth: fewer positions to verify). v(n) is one target forward "
            "over n positions on a cached context, measured on this machine (once per server).")
+bench = tree_benchmark()
+if bench:
+    t, c = bench["tree"], bench["chain"]
+    st.caption(f"The project's benchmark of {bench['date']} (`docs/{bench['file']}`: {bench['prompts']} prompts × "
+               f"{bench['max_new_tokens']} tokens, greedy, this project's 2-core CPU) found the **{bench['faster']}** "
+               f"faster: the EAGLE-2 tree (N = {t['budget']}, depth {t['depth']}) emitted {t['tau']:.2f} tokens per "
+               f"verify pass and ran at {t['speedup']:.2f}× plain greedy's speed; the feature draft's chain at K = "
+               f"{c['k']} emitted {c['tau']:.2f} and ran at {c['speedup']:.2f}×. Your measurement below is of one "
+               "prompt, timed twice: it can come out either way.")
 
 
 @st.cache_resource(show_spinner=False)
@@ -176,10 +213,15 @@ def measured() -> dict:
 
 
 lab = measured()
+ALPHA = 0.025  # the tree chi-square's two tests of the exact rule (first token, pairs) share 0.05
 v_key = ("v", settings.target, settings.device)
 c_key = ("compare", tuple(ids), budget, depth, choices, settings.target, settings.draft)
-if st.button("Measure chain vs tree (about a minute on 2 cores)", key="tr_compare", disabled=c_key in lab):
+took = lab.get("compare seconds")  # the last measurement's wall time on this server: what the next one costs
+if st.button("Measure chain vs tree (" + (f"the last one here took {took:.0f} s" if took else
+                                          "10–20 s on an idle 2-core CPU, longer when it is busy") + ")",
+             key="tr_compare", disabled=c_key in lab):
     with st.spinner("Timing v(n) for n = 1 … 64 and the runs, interleaved…"):
+        start = time.perf_counter()
         if v_key not in lab:
             lab[v_key] = verify_cost_curve(models.target, list(ids))
         runs = {f"chain K={depth}": (lambda: make_drafter("feature", models), budget, depth),
@@ -188,6 +230,7 @@ if st.button("Measure chain vs tree (about a minute on 2 cores)", key="tr_compar
         if models.medusa is not None:
             runs[f"Medusa heads N={budget}"] = (lambda: drafter("medusa"), budget, depth)
         lab[c_key] = chain_vs_tree(models.target, models.tokenizer, list(ids), runs, max_new)
+        lab["compare seconds"] = lab[("seconds",) + c_key] = time.perf_counter() - start
 if v_key in lab:
     chart(verify_cost_figure(lab[v_key]), key="tr_vcost")
 if c_key in lab and v_key in lab:
@@ -203,14 +246,24 @@ if c_key in lab and v_key in lab:
     chart(break_even_figure(need, [(tree_row["name"], budget, tree_row["tokens per verify pass"])]), key="tr_breakeven")
     f = finding(rows, lab[v_key])
     vs = f["tree vs"].get(f"chain K={depth}")
+    faster = tree_faster(f, f"chain K={depth}")
     lin = f"from about {f['linear from']} positions on" if f["linear from"] else "nowhere in the measured range"
+    spent = lab.get(("seconds",) + c_key)
     st.markdown(
         f"**What this machine says.** Verifying {f['largest n']} positions costs **{f['v largest / v1']:.1f}×** "
-        f"verifying one; v(n) roughly doubles with n {lin}. Fastest by wall clock: **{f['fastest']}**."
-        + (f" The tree emits **{vs['tau ratio']:.2f}×** the tokens per verify pass of the chain at K = {depth}, but "
+        f"verifying one; v(n) roughly doubles with n {lin}. Fastest by wall clock in this run: **{f['fastest']}**."
+        + (f" The tree emits **{vs['tau ratio']:.2f}×** the tokens per verify pass of the chain at K = {depth}, and "
            f"its verify time per token is **{vs['verify cost ratio here']:.2f}×** the chain's with the v measured "
-           f"here (**{vs['verify cost ratio flat v']:.2f}×** with a flat v); wall clock **{vs['wall clock ratio']:.2f}×**."
-           if vs else ""))
+           f"here (**{vs['verify cost ratio flat v']:.2f}×** with a flat v); its wall clock is "
+           f"**{vs['wall clock ratio']:.2f}×** the chain's: the tree was **{'faster' if faster else 'slower'}** here."
+           if vs else "")
+        + (f" The benchmark of {bench['date']} found the {bench['faster']} faster"
+           + (", as this run does." if bench["faster"] == ("tree" if faster else "chain") else
+              f"; this run differs. It can: it times one prompt of {max_new} tokens at N = {budget}, depth {depth}, "
+              f"twice, against {bench['prompts']} prompts of {bench['max_new_tokens']} at the benchmark's sizes, and "
+              "the machine's speed moves between runs, more when it is busy.")
+           if bench and faster is not None else "")
+        + (f" (This measurement took {spent:.0f} s.)" if spent else ""))
     st.markdown(
         "**Why.** Each verified position costs a 2-core CPU real arithmetic (a forward over n positions is n rows "
         "of matrix products once the weights are in cache), so past a few positions a tree pays only if each extra "
@@ -226,33 +279,49 @@ st.subheader("Lossless, checked: the tree chi-square on the real model")
 st.caption("The target's p and the token draft's q from real forwards on this prompt (T = 1, top-k 10). Each trial "
            "drafts a depth-2 chain from q, adds the draft's 2 runner-ups at each depth (one-hot siblings), verifies "
            "the tree by recursive rejection sampling, and runs the next cycle when only one token came out. The "
-           "first two tokens must follow p(t1)·p(t2 | t1). (tests/test_tree_lossless.py runs the same test.)")
+           "first two tokens must follow p(t1)·p(t2 | t1). (tests/test_tree_lossless.py runs the same test.) Two "
+           f"tests of the exact rule, so each is judged at α = {ALPHA} (0.05 split over the two): an exact rule still "
+           "puts one of them below it in about 1 run in 20, so one low p-value alone is a reason to look again, with "
+           "another prompt or more trials, not proof of a bias.")
+CHI_TRIALS = 12_000
 if models.draft is None:
     st.info("The tree chi-square needs the token draft (the embedded target's default).")
-elif st.button("Run 12,000 tree trials (about 15 s)", key="tr_chi"):
-    with st.spinner("Two forwards of each model, then 12,000 tree cycles…"):
+elif st.button(f"Run {CHI_TRIALS:,} tree trials" + (" twice, exact and typical" if typical else "") + " ("
+               + (f"the last run here took {lab['chi seconds']:.0f} s" if lab.get("chi seconds") else
+                  ("about 25 s" if typical else "about 15 s") + " on an idle 2-core CPU, longer when it is busy") + ")",
+               key="tr_chi"):
+    with st.spinner(f"Two forwards of each model, then {CHI_TRIALS:,} tree cycles…"):
+        start = time.perf_counter()
         tables = real_tables(models.target, models.draft, list(ids), SamplingConfig(1.0, 10, 1.0, 0))
-        counts = sample_pairs(tables, 12_000, width=3, seed=0)
+        counts = sample_pairs(tables, CHI_TRIALS, width=3, seed=0)
         lossy = None
         if typical is not None:  # the same trials with Medusa's typical acceptance instead of the exact rule
-            lossy = (typical, first_token_fit(sample_pairs(tables, 12_000, width=3, seed=0,
+            lossy = (typical, first_token_fit(sample_pairs(tables, CHI_TRIALS, width=3, seed=0,
                                                            verifier=typical_verifier(*typical)), tables))
+        lab["chi seconds"] = time.perf_counter() - start
         st.session_state["tr_chi_result"] = (tables, first_token_fit(counts, tables),
-                                             goodness_of_fit(counts, expected_pairs(tables)), lossy)
+                                             goodness_of_fit(counts, expected_pairs(tables)), lossy,
+                                             lab["chi seconds"])
 if "tr_chi_result" in st.session_state:
-    tables, first, pairs, lossy = st.session_state["tr_chi_result"]
+    tables, first, pairs, lossy, spent = st.session_state["tr_chi_result"]
     decode = lambda t: token_text(models.tokenizer, t)  # noqa: E731
     t1, t2 = st.tabs(["First token", "First two tokens"])
     for tab, fit, name in ((t1, first, "first token"), (t2, pairs, "(first, second) pair")):
         chart(fit_figure(bin_names(fit, tables, decode), fit["observed"], fit["expected"],
                          f"{name}: observed vs n·p (bins with expected count < 5 pooled as 'other')"),
               key=f"tr_chi_{name[:5]}", container=tab)
-        tab.markdown(f"Chi-square = **{fit['statistic']:.1f}** on {fit['dof']} degrees of freedom, p-value = "
-                     f"**{fit['pvalue']:.3f}**; total variation from p: **{fit['tv']:.4f}** (sampling noise alone at "
-                     f"n = {fit['n']:,}).")
+        tab.markdown(f"Chi-square = **{fit['statistic']:.1f}** on {fit['dof']} degrees of freedom. "
+                     + fit_verdict(fit, ALPHA)[1])
     if lossy is not None:
         (eps, dlt), fit = lossy
-        st.markdown(f"**Typical acceptance (ε = {eps}, δ = {dlt}), LOSSY**, on the same trials: first token's total "
-                    f"variation from p **{fit['tv']:.4f}** (exact rule: **{first['tv']:.4f}**, sampling noise), "
-                    f"chi-square p-value **{fit['pvalue']:.2g}**. A token with p above the threshold passes every time "
-                    "instead of with probability min(1, p/q): the output leans to the likeliest tokens.")
+        detected, verdict = fit_verdict(fit, ALPHA)
+        st.markdown(f"**Typical acceptance (ε = {eps}, δ = {dlt}), LOSSY**, on the same trials, first token: "
+                    + verdict + f" (The exact rule's first token: total variation {first['tv']:.4f}.) "
+                    + ("A drafted token whose p clears the threshold passes every time instead of with probability "
+                       "min(1, p/q), and where none does the target's argmax stands in for a draw: the output leans "
+                       "to the likeliest tokens." if detected else
+                       f"At this n the test does not show the loss on this prompt: the rule is lossy all the same "
+                       f"(its distance from p is a property of the rule, measured exactly on the Medusa heads in "
+                       f"`models/medusa/typical_tv.json`), but here the draft's proposals and p agree closely enough "
+                       f"that {fit['n']:,} trials do not separate them. Try another prompt."))
+    st.caption(f"This run took {spent:.0f} s.")

@@ -15,6 +15,9 @@ The measuring functions run models; `comparison` and `break_even` are pure arith
 """
 from __future__ import annotations
 
+import json
+import pathlib
+import re
 import statistics
 import time
 
@@ -26,6 +29,7 @@ from .step import Stepper, run_steps
 from .tree import tree_speculative_steps
 
 V_SIZES = (1, 2, 4, 8, 16, 32, 64)
+DOCS = pathlib.Path(__file__).resolve().parent.parent / "docs"
 
 
 @torch.inference_mode()
@@ -139,3 +143,36 @@ def finding(rows: list[dict], curve: dict[int, dict]) -> dict:
     return {"largest n": xs[-1], "v largest / v1": curve[xs[-1]]["median"] / curve[xs[0]]["median"],
             "linear from": linear_from(curve), "fastest": min(rows, key=lambda r: r["seconds"])["name"],
             "tree vs": vs}
+
+
+def tree_faster(f: dict, chain: str) -> bool | None:
+    """From finding(): did the EAGLE-2 tree beat `chain` by wall clock in the run just measured (None: no such row)."""
+    vs = f["tree vs"].get(chain)
+    return None if vs is None else vs["wall clock ratio"] < 1.0
+
+
+def tree_benchmark(docs: pathlib.Path = DOCS) -> dict | None:
+    """The newest committed benchmark (docs/bench-*.json, by its date then its file name) with an EAGLE-2 tree
+    row and a feature-draft chain row: their settings, tokens per verify pass and speed against plain greedy,
+    and which ran faster. None when no benchmark has both (the page then quotes none)."""
+    found = []
+    for path in docs.glob("bench-*.json"):
+        try:
+            bench = json.loads(path.read_text())
+            rows = bench["rows"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        tree = next((k for k in rows if re.fullmatch(r"spec eagle2 N=\d+ D=\d+", k)), None)
+        chains = sorted(k for k in rows if re.fullmatch(r"spec feature K=\d+", k))
+        chain = "spec feature K=4" if "spec feature K=4" in chains else (chains[0] if chains else None)
+        if tree and chain:
+            found.append((str(bench.get("date", "")), path.name, bench, tree, chain))
+    if not found:
+        return None
+    date, name, bench, tree, chain = max(found, key=lambda x: (x[0], x[1]))
+    n, d = map(int, re.fullmatch(r"spec eagle2 N=(\d+) D=(\d+)", tree).groups())
+    t, c = bench["rows"][tree], bench["rows"][chain]
+    return {"file": name, "date": date, "prompts": len(bench.get("prompts", [])), "max_new_tokens": bench.get("max_new_tokens"),
+            "tree": {"budget": n, "depth": d, "tau": t["mean_acceptance_length"], "speedup": t["vs_ours_greedy"]},
+            "chain": {"k": int(chain.rsplit("=", 1)[1]), "tau": c["mean_acceptance_length"], "speedup": c["vs_ours_greedy"]},
+            "faster": "tree" if t["vs_ours_greedy"] > c["vs_ours_greedy"] else "chain"}

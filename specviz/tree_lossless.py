@@ -13,6 +13,12 @@ a trial is cheap; the rule does not care which ids the tokens have.
 """
 from __future__ import annotations
 
+import argparse
+import datetime
+import json
+import math
+import pathlib
+import statistics
 from collections import Counter
 from dataclasses import dataclass
 
@@ -20,8 +26,11 @@ import torch
 from scipy.stats import chisquare
 
 from .sampling import SamplingConfig, distribution, warpers
-from .tree import static_tree
-from .verify import verify_tree, verify_tree_typical
+from .speculative import Run
+from .tree import draft_tree, static_tree, tree_logits
+from .verify import first_token_tv, verify_tree, verify_tree_typical
+
+TYPICAL_TV = pathlib.Path(__file__).resolve().parent.parent / "models" / "medusa" / "typical_tv.json"
 
 
 @dataclass(frozen=True)
@@ -106,7 +115,8 @@ def expected_pairs(t: Tables) -> dict[tuple[int, int], float]:
 def goodness_of_fit(counts: Counter, probs: dict, min_expected: float = 5.0) -> dict:
     """Chi-square of observed counts against n * probs: bins with an expected count >= min_expected on their
     own, every other outcome (and anything observed outside probs) pooled into one bin. Also the total
-    variation distance between the empirical and the exact distribution."""
+    variation distance between the empirical and the exact distribution, and the one an exact sampler would
+    leave on average at this n (noise_tv)."""
     n = sum(counts.values())
     big = sorted((k for k, p in probs.items() if n * p >= min_expected), key=lambda k: -probs[k])
     obs = [counts.get(k, 0) for k in big]
@@ -119,7 +129,7 @@ def goodness_of_fit(counts: Counter, probs: dict, min_expected: float = 5.0) -> 
     keys = set(probs) | set(counts)
     tv = 0.5 * sum(abs(counts.get(k, 0) / n - probs.get(k, 0.0)) for k in keys)
     return {"statistic": float(stat), "pvalue": float(pvalue), "dof": len(obs) - 1, "bins": big,
-            "observed": obs, "expected": exp, "n": n, "tv": tv}
+            "observed": obs, "expected": exp, "n": n, "tv": tv, "noise_tv": noise_tv(probs, n)}
 
 
 def first_token_fit(counts: Counter, t: Tables) -> dict:
@@ -144,3 +154,102 @@ def typical_verifier(epsilon: float, delta: float):
     def verifier(tree, p, greedy, gen, stop=frozenset()):
         return verify_tree_typical(tree, p, greedy, gen, (epsilon, delta), stop)
     return verifier
+
+
+def mean_abs_deviation(n: int, p: float) -> float:
+    """E|X/n - p| for X ~ Binomial(n, p), exactly (De Moivre): 2 (m + 1) C(n, m + 1) p^(m+1) (1 - p)^(n-m) / n with
+    m = floor(n p), in logs. The normal approximation sqrt(2 p (1 - p) / (pi n)) overstates it where n p << 1, and a
+    chi-square's pairs are mostly such outcomes."""
+    if n <= 0 or p <= 0.0 or p >= 1.0:
+        return 0.0
+    m = min(int(n * p), n - 1)
+    log = (math.log(2 * (m + 1)) + math.lgamma(n + 1) - math.lgamma(m + 2) - math.lgamma(n - m)
+           + (m + 1) * math.log(p) + (n - m) * math.log1p(-p))
+    return math.exp(log) / n
+
+
+def noise_tv(probs: dict, n: int) -> float:
+    """The total variation an EXACT sampler's empirical distribution keeps from probs at n draws, on average:
+    half the sum of each outcome's E|count/n - p|. What a lossless rule's measured TV is compared with (it is
+    never 0 at finite n)."""
+    return 0.5 * sum(mean_abs_deviation(n, p) for p in probs.values())
+
+
+def fit_verdict(fit: dict, alpha: float) -> tuple[bool, str]:
+    """(detected, sentence) for a goodness_of_fit result: worded from its p-value against alpha, never assumed."""
+    p, n, tv, noise = fit["pvalue"], fit["n"], fit["tv"], fit["noise_tv"]
+    if p >= alpha:
+        return False, (f"p-value {p:.3f} ≥ α = {alpha:.3g}: no detectable difference from p at n = {n:,}; the total "
+                       f"variation {tv:.4f} is about what sampling noise alone leaves at this n (≈ {noise:.4f}).")
+    return True, (f"p-value {p:.2g} < α = {alpha:.3g}: the counts differ from n·p by more than sampling noise explains "
+                  f"at n = {n:,}; total variation {tv:.4f} against ≈ {noise:.4f} from noise alone.")
+
+
+# ---------------------------------------------------------------- typical acceptance on the Medusa heads, measured
+@torch.inference_mode()
+def first_tree(target, drafter, tokenizer, ids: list[int], budget: int, depth: int, cfg: SamplingConfig):
+    """The drafter's first tree on a prompt and the target's p over it (one verify pass), as the tree loop's
+    first cycle computes them (tree.tree_speculative_steps)."""
+    run = Run.start(target, drafter, tokenizer, ids, cfg)
+    tree = draft_tree(drafter, list(ids), budget, depth, 1, cfg, run.gen)
+    return tree, distribution(tree_logits(run.tstep, tree, list(ids)), cfg, run.procs).cpu().double()
+
+
+def measure_typical_tv(models, prompts: list[list[int]], epsilon: float, delta: float, budget: int = 16,
+                       depth: int = 4) -> dict:
+    """first_token_tv of the exact rule and of typical acceptance (as verify.verify_tree_typical runs it) on the
+    first Medusa tree of each prompt at T = 1: exact for that tree and p, no sampling."""
+    from .drafters.medusa import MedusaDrafter
+
+    cfg = SamplingConfig(1.0)
+    exact, typical = [], []
+    for ids in prompts:
+        tree, p = first_tree(models.target, MedusaDrafter(models.medusa), models.tokenizer, ids, budget, depth, cfg)
+        exact.append(first_token_tv(tree, p))
+        typical.append(first_token_tv(tree, p, (epsilon, delta)))
+    return {"epsilon": epsilon, "delta": delta, "temperature": 1.0, "budget": budget, "depth": depth,
+            "prompts": len(prompts), "typical_tv_mean": statistics.mean(typical),
+            "typical_tv_median": statistics.median(typical), "exact_tv_max": max(exact),
+            "typical_tv": [round(t, 4) for t in typical]}
+
+
+def load_typical_tv(path: pathlib.Path = TYPICAL_TV) -> dict | None:
+    """The measurement main() wrote (None when missing or unreadable: the page then quotes no figure)."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def main(argv=None) -> None:
+    """python -m specviz.tree_lossless: measure typical acceptance's distance from the target on the shipped
+    Medusa heads over held-out prompts and write it where the Tree page reads it."""
+    from .models import load_models
+    from .prompting import prompt_ids
+    from .training.data import held_out_prompts
+
+    ap = argparse.ArgumentParser(prog="python -m specviz.tree_lossless")
+    ap.add_argument("--prompts", type=int, default=8, help="held-out prompts (chat template)")
+    ap.add_argument("--stride", type=int, default=12, help="every stride-th held-out prompt (12: the model card's 8)")
+    ap.add_argument("--epsilon", type=float, default=0.09)
+    ap.add_argument("--delta", type=float, default=0.3)
+    ap.add_argument("--budget", type=int, default=16)
+    ap.add_argument("--depth", type=int, default=4)
+    ap.add_argument("--out", default=str(TYPICAL_TV))
+    a = ap.parse_args(argv)
+    torch.set_num_threads(2)
+    models = load_models()
+    texts = held_out_prompts()[::a.stride][:a.prompts]
+    res = measure_typical_tv(models, [prompt_ids(models.tokenizer, t) for t in texts], a.epsilon, a.delta, a.budget,
+                             a.depth)
+    res |= {"date": datetime.date.today().isoformat(), "stride": a.stride, "prompt_set": f"held_out_prompts()[::{a.stride}][:{a.prompts}] "
+            f"({len(texts)} held-out prompts, specviz.training.data), chat template", "heads": "models/medusa, shipped choices",
+            "rule": "verify.verify_tree_typical: Medusa's evaluate_posterior (fast=True): the likeliest of the longest "
+                    "passing paths, then the argmax of p",
+            "command": "python -m specviz.tree_lossless " + " ".join(argv if argv is not None else __import__("sys").argv[1:])}
+    pathlib.Path(a.out).write_text(json.dumps(res, indent=1) + "\n")
+    print(json.dumps({k: v for k, v in res.items() if k != "typical_tv"}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

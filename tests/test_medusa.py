@@ -263,3 +263,20 @@ def test_greedy_with_typical_acceptance_equals_plain_greedy(models):
                                                       ids, 32, budget=16, depth=4, typical=(0.09, 0.3)))
     assert result.token_ids == ref
     assert all(e.verify_mode == "greedy" for e in events)
+
+
+def test_the_quoted_typical_tv_is_measured_for_the_rule_run_now(models):
+    """models/medusa/typical_tv.json (quoted on the Tree page and in the model card) must be the distance of the
+    rule verify_tree_typical runs today: recompute its first prompts and compare."""
+    from specviz.prompting import prompt_ids
+    from specviz.training.data import held_out_prompts
+    from specviz.tree_lossless import load_typical_tv, measure_typical_tv
+
+    saved = load_typical_tv()
+    assert saved is not None and saved["prompts"] == len(saved["typical_tv"])
+    texts = held_out_prompts()[::saved["stride"]][:3]
+    now = measure_typical_tv(models, [prompt_ids(models.tokenizer, t) for t in texts], saved["epsilon"], saved["delta"],
+                             saved["budget"], saved["depth"])
+    assert now["typical_tv"] == pytest.approx(saved["typical_tv"][:3], abs=2e-3)
+    assert now["exact_tv_max"] < 1e-4 and saved["typical_tv_mean"] == pytest.approx(
+        sum(saved["typical_tv"]) / saved["prompts"], abs=1e-3)

@@ -43,3 +43,46 @@ def test_break_even_rises_with_v_here_and_is_the_chains_tau_with_flat_v():
 def test_linear_from_finds_where_v_starts_doubling():
     assert linear_from(CPU) == 4  # 4 -> 8 -> 16 each double; 2 -> 4 does not
     assert linear_from(FLAT) is None
+
+
+def bench_json(tmp_path, name, date, rows):
+    import json
+    (tmp_path / name).write_text(json.dumps({"date": date, "prompts": ["a", "b"], "max_new_tokens": 64, "rows": rows}))
+
+
+def row(tau, speedup):
+    return {"mean_acceptance_length": tau, "vs_ours_greedy": speedup}
+
+
+def test_tree_benchmark_reads_the_newest_json_with_both_rows(tmp_path):
+    """The Tree page quoted 2.38 / 1.81 / 1.05x / 1.15x from a dated file by hand; it reads them now."""
+    from specviz.tree_compare import tree_benchmark
+
+    assert tree_benchmark(tmp_path) is None
+    bench_json(tmp_path, "bench-2026-01-01a.json", "2026-01-01",
+               {"spec eagle2 N=16 D=6": row(2.4, 1.05), "spec feature K=4": row(1.8, 1.15)})
+    bench_json(tmp_path, "bench-2026-01-02a.json", "2026-01-02",
+               {"spec eagle2 N=8 D=4": row(2.2, 1.2), "spec feature K=2": row(1.7, 1.1), "spec feature K=4": row(1.9, 1.0)})
+    bench_json(tmp_path, "bench-2026-01-03a.json", "2026-01-03", {"spec medusa N=16 D=4": row(1.6, 0.9)})  # no tree
+    (tmp_path / "bench-2026-01-04a.json").write_text("{not json")
+    b = tree_benchmark(tmp_path)
+    assert b["file"] == "bench-2026-01-02a.json" and b["date"] == "2026-01-02" and b["prompts"] == 2
+    assert b["tree"] == {"budget": 8, "depth": 4, "tau": 2.2, "speedup": 1.2}
+    assert b["chain"] == {"k": 4, "tau": 1.9, "speedup": 1.0} and b["faster"] == "tree"  # K = 4 preferred
+    (tmp_path / "bench-2026-01-02a.json").unlink()
+    assert tree_benchmark(tmp_path)["faster"] == "chain"
+
+
+def test_the_shipped_benchmark_is_found():
+    from specviz.tree_compare import tree_benchmark
+
+    b = tree_benchmark()
+    assert b is not None and b["file"].startswith("bench-") and b["tree"]["tau"] > b["chain"]["tau"] > 1
+
+
+def test_tree_faster_reads_this_runs_wall_clock():
+    from specviz.tree_compare import tree_faster
+
+    f = {"tree vs": {"chain K=4": {"wall clock ratio": 0.8}, "chain K=12": {"wall clock ratio": 1.2}}}
+    assert tree_faster(f, "chain K=4") is True and tree_faster(f, "chain K=12") is False
+    assert tree_faster(f, "chain K=6") is None

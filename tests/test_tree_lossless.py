@@ -68,3 +68,45 @@ def test_a_broken_rule_fails_the_same_test(tables, monkeypatch):
     monkeypatch.setattr(verify, "sibling_schedule", no_residual_update)
     counts = sample_pairs(tables, 4_000, width=3, seed=2, verifier=verify_tree)
     assert goodness_of_fit(counts, expected_pairs(tables))["pvalue"] < 1e-3
+
+
+# ---------------------------------------------------------------- the page's verdict sentences (no model)
+def test_noise_tv_is_what_an_exact_sampler_leaves():
+    import random
+
+    from specviz.tree_lossless import mean_abs_deviation, noise_tv
+
+    assert noise_tv({0: 0.5, 1: 0.5}, 1) == pytest.approx(0.5)  # one draw: the empirical is one-hot
+    assert mean_abs_deviation(10, 0.0) == 0.0 and mean_abs_deviation(0, 0.3) == 0.0
+    probs, n, rng = {0: 0.7, 1: 0.2, 2: 0.09, 3: 0.01}, 200, random.Random(0)
+    sims = []
+    for _ in range(3000):
+        counts = [0] * 4
+        for x in rng.choices(list(probs), weights=list(probs.values()), k=n):
+            counts[x] += 1
+        sims.append(0.5 * sum(abs(c / n - probs[k]) for k, c in enumerate(counts)))
+    assert noise_tv(probs, n) == pytest.approx(sum(sims) / len(sims), rel=0.03)
+
+
+def test_the_verdict_is_worded_from_the_p_value():
+    """'(sampling noise alone at n = ...)' was printed whatever the p-value."""
+    from specviz.tree_lossless import fit_verdict
+
+    fit = {"pvalue": 0.4, "n": 12_000, "tv": 0.004, "noise_tv": 0.0041}
+    detected, text = fit_verdict(fit, 0.025)
+    assert not detected and "no detectable difference" in text and "sampling noise" in text and "12,000" in text
+    detected, text = fit_verdict(fit | {"pvalue": 0.003, "tv": 0.17}, 0.025)
+    assert detected and "no detectable" not in text and "more than sampling noise explains" in text
+    assert fit_verdict(fit | {"pvalue": 0.025}, 0.025)[0] is False  # at alpha: not below it
+
+
+def test_the_typical_rule_is_detected_on_the_real_model(models):
+    """The Tree page's typical-acceptance chi-square, on the app's default prompt at the page's trial count and
+    default epsilon, delta, shows the loss the page describes (a learner saw p = 0.06 there with the earlier
+    rule, which drew the token after the path from p)."""
+    from specviz.tree_lossless import fit_verdict, typical_verifier
+    from ui.common import CURATED
+
+    tables = real_tables(models.target, models.draft, chat(models.tokenizer, next(iter(CURATED.values()))), CFG)
+    fit = first_token_fit(sample_pairs(tables, 12_000, width=3, seed=0, verifier=typical_verifier(0.09, 0.3)), tables)
+    assert fit_verdict(fit, 0.025)[0] and fit["tv"] > 5 * fit["noise_tv"]

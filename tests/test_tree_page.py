@@ -4,7 +4,10 @@ by side bars and the break-even curve with the data the engine measured; the tre
 import json
 from pathlib import Path
 
+import pytest
 from streamlit.testing.v1 import AppTest
+
+from specviz.tree_lossless import load_typical_tv
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 
@@ -19,8 +22,10 @@ def figures(at) -> dict:
     return out
 
 
-def page(prompt=None):
+def page(prompt=None, **query):
     at = AppTest.from_file(APP, default_timeout=600)
+    for k, v in query.items():
+        at.query_params[k] = v
     at.run()
     if prompt:
         at.session_state["s_prompt"] = prompt
@@ -33,6 +38,10 @@ def test_tree_page_steps_and_draws():
     at = page()
     at.button(key="tree_step").click().run()
     assert not at.exception, at.exception
+    # first impression: on its own defaults and the app's default prompt, cycle 1 shows speculation working
+    first = at.session_state["tree"][1].current()
+    assert first.cycle == 0 and first.verify_mode == "greedy" and first.accepted >= 2, first.accepted
+    assert any(c.value.startswith("Colour and shape: the verdict") for c in at.caption)
     charts = at.get("plotly_chart")
     assert len(charts) >= 2
     assert any(m.label == "Tokens per target pass" for m in at.metric)
@@ -46,7 +55,11 @@ def test_tree_page_steps_and_draws():
     assert hovers and all("path: " in h and "<br>p " in h and ", q " in h for h in hovers)
     assert any("<b>accepted</b>" in h or "<b>rejected</b>" in h for h in hovers)
 
-    at.button(key="tree_end").click().run()  # the defaults' last cycle has one token left: no tree to draft
+
+
+def test_a_cycle_with_one_token_left_draws_no_tree():
+    at = page("Explain how a hash table works.")  # at the page's defaults its last cycle has one token left
+    at.button(key="tree_end").click().run()
     last = at.session_state["tree"][1].current()
     assert not at.exception and not last.nodes
     assert any(m.value.startswith(f"**Cycle {last.cycle + 1}** · no tree · ") for m in at.markdown)
@@ -72,6 +85,19 @@ def test_chain_vs_tree_measured_and_drawn():
     assert all(s > 0 for s in side[4]["y"])  # wall clock
     table = at.dataframe[0].value
     assert table["identical to greedy"].all()
+    # the verdict is this run's: the fastest row named is the one with the least wall clock in the table
+    fastest = table.loc[table["seconds"].idxmin(), "name"]
+    says = next(m.value for m in at.markdown if "What this machine says" in m.value)
+    assert f"Fastest by wall clock in this run: **{fastest}**" in says and "This measurement took" in says
+    assert not any("Which is faster on this CPU: the chain" in c.value for c in at.caption)  # no dated claim
+    bench = next((c.value for c in at.caption if c.value.startswith("The project's benchmark of ")), None)
+    if bench is not None:  # its figures come from the JSON it names
+        from specviz.tree_compare import tree_benchmark
+        b = tree_benchmark()
+        assert f"`docs/{b['file']}`" in bench and f"{b['tree']['tau']:.2f} tokens per verify pass" in bench
+        assert f"found the **{b['faster']}** faster" in bench
+    at.run()  # the button was drawn before the measurement: the next run's label quotes its time
+    assert "the last one here took" in at.button(key="tr_compare").label
     even = next(f for t, f in figs.items() if t.startswith("Where a tree stops paying"))["data"]
     assert even[0]["x"][0] == 2 and even[2]["x"] == [4]
     assert any("What this machine says" in m.value for m in at.markdown)
@@ -86,7 +112,14 @@ def test_tree_chi_square_on_the_page():
     assert len(fits) == 2
     first = fits[0]["data"]
     assert abs(sum(first[0]["y"]) - 12_000) == 0 and abs(sum(first[1]["y"]) - 12_000) < 1e-6
-    assert any("p-value" in m.value for m in at.markdown)
+    # each tab's sentence is worded from its own p-value
+    _, fit1, fit2, _, _ = at.session_state["tr_chi_result"]
+    texts = [m.value for m in at.markdown if "p-value" in m.value]
+    assert len(texts) == 2
+    for fit, text in zip((fit1, fit2), texts):
+        assert ("no detectable difference" in text) == (fit["pvalue"] >= 0.025), text
+        assert ("differ from n·p by more than sampling noise" in text) == (fit["pvalue"] < 0.025), text
+    assert any(c.value.startswith("This run took") for c in at.caption)
 
 
 def test_medusa_choice_editor_and_typical_toggle():
@@ -101,6 +134,36 @@ def test_medusa_choice_editor_and_typical_toggle():
         at.text_area(key="tr_choices").set_value("[(0,), (1, 0)]").run()
         assert any("which is not in the list" in e.value and "Using the shipped list" in e.value for e in at.error)
     at.toggle(key="tr_typical").set_value(True).run()
+    # greedy: typical acceptance is exact match, as in Medusa at temperature 0, and the page says so
+    assert any(c.value.startswith("Greedy: typical acceptance is exact match") for c in at.caption)
     at.button(key="tree_step").click().run()
     assert not at.exception, at.exception
     assert any(m.label == "Tokens per target pass" for m in at.metric)
+    assert at.session_state["tree"][1].current().verify_mode == "greedy"
+    at.radio(key="tr_mode").set_value("sampling (T = 1)").run()
+    at.button(key="tree_step").click().run()
+    assert not at.exception, at.exception
+    assert at.session_state["tree"][1].current().verify_mode == "typical"
+    measured = load_typical_tv()
+    assert measured is not None, "models/medusa/typical_tv.json is missing"
+    said = next(c.value for c in at.caption if "typical_tv.json" in c.value)
+    assert f"**{measured['typical_tv_mean']:.3f}**" in said and measured["date"] in said
+
+
+def test_hostile_medusa_choices_text_and_link_keep_the_page():
+    """'-' x 5,000 then '1' (RecursionError in ast.literal_eval) or x 100,000 (MemoryError) crashed the page and
+    its controls vanished, typed or in a link; now one line says what is wrong and the shipped list is used."""
+    at = page(drafter="medusa", choices="-" * 100_000 + "1")
+    assert not at.exception, at.exception
+    if at.session_state["tr_drafter"] != "Medusa heads":
+        pytest.skip("this build ships no Medusa heads")
+    assert any("100,001 characters" in e.value for e in at.error)
+    shipped = json.loads((Path(APP).parent / "models" / "medusa" / "config.json").read_text())["choices"]
+    assert at.text_area(key="tr_choices").value == repr([tuple(c) for c in shipped])
+    for text in ("-" * 3000 + "1", "(" * 3999, "[(0,), (" + "9" * 3900 + ",)]"):
+        at.text_area(key="tr_choices").set_value(text).run()
+        assert not at.exception, at.exception
+        errors = [e.value for e in at.error]
+        assert len(errors) == 1 and "\n" not in errors[0] and "Using the shipped list" in errors[0]
+    at.button(key="tree_step").click().run()  # and the page still runs on the shipped list
+    assert not at.exception and at.session_state["tree"][1].current() is not None
