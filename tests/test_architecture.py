@@ -9,7 +9,8 @@ import pytest
 pytestmark = pytest.mark.fast
 PKG = pathlib.Path(__file__).resolve().parent.parent / "specviz"
 # __main__ imports the engine inside decode() on purpose: `--help` and bad input answer before torch loads
-LAZY_OK = {"specviz.__main__"}
+# practice.drills the same for its live drills: formula drills and `drill --list` answer without torch
+LAZY_OK = {"specviz.__main__", "specviz.practice.drills"}
 ENGINE = ["speculative.py", "tree.py", "verify.py", "plain.py", "beam.py", "step.py", "sampling.py", "trace.py",
           "metrics.py", "drafters"]
 

@@ -49,6 +49,14 @@ def recompute(kind, g):
     if kind == "beam-rank":
         scores = [lp / n ** g["length_penalty"] for lp, n in g["hypotheses"]]
         return g["names"][scores.index(max(scores))]
+    if kind == "tree-walk":
+        parents, tokens, argmax = g["parents"], g["tokens"], g["target_argmax"]
+        depth, node = 0, 0
+        while True:
+            kids = [j for j, p in enumerate(parents) if p == node and tokens[j] == argmax[node]]
+            if not kids:
+                return depth
+            node, depth = kids[0], depth + 1
     if kind == "live-beam-prune":
         order = sorted(range(len(g["scores"])), key=lambda i: -g["scores"][i])
         return sorted(g["names"][i] for i in order[:g["beams"]])

@@ -15,13 +15,11 @@ import random
 import re
 from dataclasses import asdict, dataclass, field
 
-from ..beam import beam_steps
-from ..drafters import make_drafter
 from ..errors import SpecVizError
-from ..prompting import prompt_ids
-from ..sampling import SamplingConfig
-from ..speculative import speculative_steps
 from ..theory import DONT_SPECULATE, best_k, expected_tokens, walltime_improvement
+
+# The live drills import the engine inside their functions, on purpose: formula drills and `python -m specviz
+# drill --list` answer without loading torch and transformers (seconds on a 2-core machine)
 
 MAX_RESPONSE = 200  # characters: an answer is a number, a short list or a word
 
@@ -265,6 +263,41 @@ def beam_rank(rng: random.Random, seed: int) -> Drill:
         "pages/1_Beam_search.py", "choice", tuple(names))
 
 
+def tree_walk(rng: random.Random, seed: int) -> Drill:
+    """A drafted token tree and the target's argmax after every node (all from ONE verify pass over the tree):
+    greedy verification walks from the root to the child equal to the argmax there, as deep as it goes."""
+    words = ["the", "a", "cat", "dog", "sat", "ran", "on", "in", "mat", "park", "and", "then"]
+    parents, tokens = [-1], ["(root)"]  # node 0: the last committed token
+    for n in range(1, rng.randint(5, 8)):
+        parent = rng.randrange(n)
+        siblings = {tokens[i] for i in range(n) if parents[i] == parent}
+        tokens.append(rng.choice([w for w in words if w not in siblings]))
+        parents.append(parent)
+    children = {i: [j for j in range(len(parents)) if parents[j] == i] for i in range(len(parents))}
+    # the target's argmax after each node: often one of its children (so the walk goes somewhere), else a new word
+    argmax = [tokens[rng.choice(children[i])] if children[i] and rng.random() < 0.75 else rng.choice(words)
+              for i in range(len(parents))]
+    path, node = [], 0
+    while True:
+        nxt = [j for j in children[node] if tokens[j] == argmax[node]]
+        if not nxt:
+            break
+        node = nxt[0]
+        path.append(node)
+    listing = "; ".join(f"node {j}: “{tokens[j]}” (child of {parents[j]})" for j in range(1, len(parents)))
+    return Drill(
+        "tree-walk", seed,
+        f"A drafted token tree, verified in ONE target pass. {listing}. The target's argmax after each node: "
+        + ", ".join(f"{j}: “{w}”" for j, w in enumerate(argmax))
+        + ". With greedy verification, how many drafted tokens does the walk accept?",
+        dict(parents=parents, tokens=tokens, target_argmax=argmax), len(path), 0.0,
+        "From the root take the child equal to the target's argmax there, and repeat: "
+        + (" → ".join(f"node {j} “{tokens[j]}”" for j in path) if path else "no child of the root matches")
+        + f". **{len(path)} accepted**, then the target's “{argmax[node]}” after node {node} is committed too "
+          f"({len(path) + 1} tokens for one pass). Sibling branches are discarded with their KV entries.",
+        "pages/7_Tree_speculation.py", "int")
+
+
 # ---------------------------------------------------------------- live drills (the embedded model's own numbers)
 LIVE_PROMPTS = ["Write a Python function that returns the sum of a list.", "Explain how a hash table works.",
                 "What is machine learning?", "List the days of the week.", "Explain how a computer works.",
@@ -275,6 +308,11 @@ def live_cycles(models, seed: int, drafter: str = "token", max_cycles: int = 6, 
     """The prompt and a generator of the cycles of a real speculative run, deterministic by seed (prompt and
     sampling seed from it). A generator: a drill stops at the first cycle it can use (a drill on screen in
     well under a second needs one or two cycles, not six)."""
+    from ..drafters import make_drafter
+    from ..prompting import prompt_ids
+    from ..sampling import SamplingConfig
+    from ..speculative import speculative_steps
+
     prompt = LIVE_PROMPTS[seed % len(LIVE_PROMPTS)]
     ids = prompt_ids(models.tokenizer, prompt)
     cfg = SamplingConfig(1.0 if sampling else 0.0, 0, 1.0, seed)
@@ -368,6 +406,8 @@ def live_greedy_verify(models, seed: int) -> Drill:
 
 
 def live_beam_prune(models, seed: int) -> Drill:
+    from ..beam import beam_steps
+    from ..prompting import prompt_ids
     rng = random.Random(seed)
     prompt = LIVE_PROMPTS[seed % len(LIVE_PROMPTS)]
     B = rng.choice([2, 3, 4])
@@ -401,6 +441,7 @@ KINDS: dict[str, Kind] = {k.name: k for k in [
     Kind("greedy-verify", "Greedy verification", greedy_verify, page="pages/2_Speculative_decoding.py"),
     Kind("roofline-batch", "Where the roofline turns compute-bound", roofline_batch, page="pages/8_Serving_lab.py"),
     Kind("beam-rank", "Length penalty: which hypothesis wins", beam_rank, page="pages/1_Beam_search.py"),
+    Kind("tree-walk", "Greedy walk of a draft tree", tree_walk, page="pages/7_Tree_speculation.py"),
     Kind("live-accept", "Live: accept or reject a real draft token", live_accept, True, "pages/2_Speculative_decoding.py"),
     Kind("live-residual", "Live: the residual of a real rejection", live_residual, True, "pages/2_Speculative_decoding.py"),
     Kind("live-greedy-verify", "Live: greedy verification of a real cycle", live_greedy_verify, True,
