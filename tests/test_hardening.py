@@ -61,6 +61,24 @@ def test_cli_speculative_json_equals_greedy(capsys):
     assert spec["target_passes"] - len(spec["accepted_per_pass"]) in (0, 1)  # 1: the feature draft's prefill
 
 
+def test_cli_medusa_tree_with_typical_and_choices(capsys):
+    """--tree medusa --typical: under greedy Medusa verifies by exact match, so the output is plain greedy's (the
+    typical rule with the T = 1 softmax left greedy at token 7 on this prompt); --medusa-choices sets the tree,
+    listed in any order; under sampling the rule runs and is named."""
+    prompt = "Explain why the sky is blue in two sentences."
+    base = ["--method", "speculative", "--tree", "medusa", "--chat", "--prompt", prompt, "--json", "--max-new-tokens", "24"]
+    code, out, _ = cli(capsys, *base, "--typical", "0.09,0.3", "--medusa-choices", "[(0, 0), (1,), (0,)]")
+    tree = json.loads(out)
+    code2, out2, _ = cli(capsys, "--method", "greedy", "--chat", "--prompt", prompt, "--json", "--max-new-tokens", "24")
+    assert code == code2 == 0 and tree["token_ids"] == json.loads(out2)["token_ids"]
+    assert tree["medusa_choices"] == [[0, 0], [1], [0]] and tree["verify_mode"] == "greedy"
+    code, out, _ = cli(capsys, *base, "--typical", "0.09,0.3", "--temperature", "1")
+    assert code == 0 and json.loads(out)["verify_mode"] == "typical" and json.loads(out)["typical"] == [0.09, 0.3]
+    deep = "[(0,), (0, 0), (0, 0, 0), (0, 0, 0, 0), (0, 0, 0, 0, 0)]"  # deeper than the shipped heads
+    code, _, err = cli(capsys, *base, "--medusa-choices", deep)
+    assert code == 2 and "heads" in err and "Traceback" not in err
+
+
 def test_cli_extreme_but_valid_settings(capsys):
     code, out, _ = cli(capsys, "--method", "sample", "--prompt", "The capital of France is", "--temperature", "1e-6",
                        "--json", "--max-new-tokens", "6")
