@@ -2,7 +2,7 @@
 import pandas as pd
 import streamlit as st
 
-from ui.common import chart, encode, get_models, keep, sidebar, slider
+from ui.common import bounded, chart, encode, get_models, keep, sidebar, slider
 
 from specviz.drafters import make_drafter
 from specviz.figures import md_escape
@@ -80,7 +80,7 @@ else:
 
 st.subheader("Real-model mode")
 models = get_models(settings)
-r1, r2, r3, r4 = st.columns(4)
+r1, r2, r3, r4, r5 = st.columns(5)
 SAMPLES = [100, 200, 400, 800]
 n = r1.select_slider("Samples of each kind", SAMPLES, key=kept("ll_real_n", 400),
                      help="Each sample is a short speculative run and a short plain run: 400 take minutes on "
@@ -91,8 +91,12 @@ top_k = slider(r3, "Top-k (0 = off)", "ll_topk", 0, 50, 10)
 positions = slider(r4, "Positions tested", "ll_pos", 1, 4, 3,
                    help="Each of the first few output positions is tested on its own: a rule that goes wrong only "
                         "after a rejection or a bonus token shows from the second position on.")
+bounded("ll_seed", 0, 2 ** 31 - 1, 0, name="Seed")
+seed = r5.number_input("Seed", 0, 2 ** 31 - 1, step=1, key="ll_seed",
+                       help="Sample i of the speculative sampler uses seed + i, of the plain one seed + 1,000,000 + i: "
+                            "the same seed gives the same samples, another seed a fresh draw.")
 kind = "token" if models.draft is not None else "early-exit"
-cfg = SamplingConfig(temperature, top_k, 1.0, 0)
+cfg = SamplingConfig(temperature, top_k, 1.0, int(seed))
 ids = encode(models, settings, positions + 1)
 pq_key = (tuple(ids), temperature, top_k, kind, settings.target, settings.draft)
 if st.session_state.get("ll_pq", (None,))[0] != pq_key:  # one target and one draft forward: the exact p and q
@@ -115,9 +119,9 @@ if st.button("Sample the first tokens both ways", key="ll_run", type="primary"):
                                   progress=lambda f, m: bar.progress(min(f, 1.0), text=m))
     bar.empty()  # done: the results below replace the progress bar
     st.session_state["ll_real"] = (positions, per_position_tests(spec, plain, positions), n,
-                                   {k: v[SAMPLES.index(n)] for k, v in power.items()})
+                                   {k: v[SAMPLES.index(n)] for k, v in power.items()}, int(seed))
 if "ll_real" in st.session_state:
-    shown, tests, n_run, power_run = st.session_state["ll_real"]
+    shown, tests, n_run, power_run, seed_run = st.session_state["ll_real"]
     tabs = st.tabs([f"Token {t['position'] + 1}" for t in tests])
     for tab, test in zip(tabs, tests):
         cats = test["categories"]
@@ -129,7 +133,8 @@ if "ll_real" in st.session_state:
                      f"**{test['pvalue']:.3f}**.")
     verdict_kind, sentence = family_verdict([t["pvalue"] for t in tests])
     (st.warning if verdict_kind == "reject" else st.info)(
-        f"{n_run} samples of each kind, {len(tests)} position{'s' if len(tests) > 1 else ''} tested. " + sentence +
+        f"{n_run} samples of each kind from seed {seed_run}, {len(tests)} position{'s' if len(tests) > 1 else ''} "
+        "tested. " + sentence +
         (f" At {n_run} samples this test catches the resample-from-p mistake in about {power_run['resample_p']:.0%} "
          f"of runs and the greedy-draft one in about {power_run['greedy_draft']:.0%} (calculated for the prompt and "
          "settings of the sampling run)." if verdict_kind == "consistent" else ""))

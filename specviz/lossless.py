@@ -91,8 +91,8 @@ def family_verdict(pvalues: list[float], alpha: float = 0.05) -> tuple[str, str]
             f"Token {i + 1}'s p-value, **{low:.3g}**, is {where} — the two samplers' tokens differ "
             f"more than sampling noise usually makes them differ. It is not yet proof that the rule is wrong: when "
             f"both samplers are the same, some run still rejects up to {alpha:.0%} of the time (1 run in "
-            f"{1 / alpha:.0f}: that is what the threshold allows). The honest check is to sample again with more "
-            "samples (new seeds): a real difference comes back, and more clearly with more samples; a chance one "
+            f"{1 / alpha:.0f}: that is what the threshold allows). The honest check is to sample again with another seed "
+            "and more samples: a real difference comes back, and more clearly with more samples; a chance one "
             "does not.")
     any_chance = 1 - (1 - alpha) ** m
     if low < alpha:
@@ -100,7 +100,7 @@ def family_verdict(pvalues: list[float], alpha: float = 0.05) -> tuple[str, str]
             f"Token {i + 1}'s p-value, **{low:.3g}**, is below {alpha:g} on its own but not below {alpha:g} / {m} = "
             f"{threshold:.3g}. With {m} tests, at least one p-value under {alpha:g} turns up in about "
             f"{any_chance:.0%} of runs even when the two samplers are the same, so this is **not a detection**: no "
-            "difference shows at this sample size. Sampling again with more samples settles it.")
+            "difference shows at this sample size. Another seed and more samples settle it.")
     return "consistent", (
         f"Every p-value is at least {alpha:g} (the smallest, token {i + 1}'s, is **{low:.3g}**): **no detectable "
         "difference** between the two samplers at this sample size, as the proof says. A test that does not reject "

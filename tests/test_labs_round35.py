@@ -89,10 +89,11 @@ def test_lossless_lab_keeps_its_settings_across_a_page_switch():
     at.slider(key="ll_temp").set_value(0.7).run()
     at.slider(key="ll_topk").set_value(20).run()
     at.slider(key="ll_pos").set_value(2).run()
+    at.number_input(key="ll_seed").set_value(5).run()
     away_and_back(at, LOSSLESS)
     assert at.select_slider(key="ll_n").value == 1_000 and at.select_slider(key="ll_real_n").value == 200
     assert at.slider(key="ll_temp").value == 0.7 and at.slider(key="ll_topk").value == 20
-    assert at.slider(key="ll_pos").value == 2
+    assert at.slider(key="ll_pos").value == 2 and at.number_input(key="ll_seed").value == 5
 
 
 def test_drafter_comparison_keeps_its_settings_across_a_page_switch():
@@ -117,13 +118,14 @@ def test_lossless_lab_says_a_low_p_value_is_a_rejection_and_a_high_one_is_not():
     at = open_page(LOSSLESS)
     power = next(c.value for c in at.caption if c.value.startswith("**What this test can see**"))
     assert "% at 400" in power  # the power at each sample count, calculated for this prompt
-    at.session_state["ll_real"] = (3, _fake_tests([0.008, 0.3, 0.5]), 400, {"resample_p": 0.6, "greedy_draft": 1.0})
+    at.session_state["ll_real"] = (3, _fake_tests([0.008, 0.3, 0.5]), 400, {"resample_p": 0.6, "greedy_draft": 1.0}, 7)
     at.run()
     assert not at.exception
     said = " ".join(w.value for w in at.warning)
-    assert "rejection at the family level" in said and "0.0167" in said
+    assert "rejection at the family level" in said and "0.0167" in said and "from seed 7" in said
+    assert "another seed" in said
     assert "as the proof says" not in " ".join(i.value for i in at.info) + said
-    at.session_state["ll_real"] = (3, _fake_tests([0.4, 0.3, 0.5]), 400, {"resample_p": 0.6, "greedy_draft": 1.0})
+    at.session_state["ll_real"] = (3, _fake_tests([0.4, 0.3, 0.5]), 400, {"resample_p": 0.6, "greedy_draft": 1.0}, 7)
     at.run()
     said = " ".join(i.value for i in at.info)
     assert "no detectable difference" in said and "60%" in said  # with the power the run had
