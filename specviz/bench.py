@@ -32,7 +32,7 @@ from .prompting import prompt_ids
 from .sampling import SamplingConfig
 from .speculative import speculative_steps
 from .step import run_steps
-from .theory import expected_tokens, walltime_improvement
+from .theory import expected_tokens, speedup_breakdown, walltime_improvement
 from .tree import tree_speculative_steps
 
 
@@ -228,6 +228,9 @@ def aggregate(cfgs: list[Config], seconds: dict, outputs: dict, prompts, fm: dic
         if "machine_estimate" in row:
             row["fraction_of_machine_estimate"] = row["vs_ours_greedy"] / row["machine_estimate"]
             row["fraction_of_leviathan_estimate"] = row["vs_ours_greedy"] / row["leviathan_estimate"]
+        if row.get("mean_acceptance_length"):  # where the speedup goes: factors multiplying to vs_ours_greedy
+            row["breakdown"] = [[name, f] for name, f in speedup_breakdown(
+                row["mean_acceptance_length"], row["vs_ours_greedy"], row.get("k"), row.get("c", 0.0), row.get("v", 1.0))]
         if c.peer in rows:
             row["vs_hf_peer"] = row["tokens_per_s"] / rows[c.peer]["tokens_per_s"]
     if "ours sample T=1" in rows and "spec sample T=1 K=4" in rows:
@@ -338,6 +341,10 @@ def table(res: dict) -> str:
     load = res["load_s"]
     lines.append(f"model load: cached {load['cached']:.1f} s" + (f", cold {load['cold']:.1f} s" if load["cold"] else "")
                  + f"; peak RSS {res['peak_rss_mb']:.0f} MB")
+    for name, r in rows.items():  # where each speculative row's speedup goes (factors multiply to ×ours)
+        if r.get("breakdown"):
+            lines.append(f"breakdown {name}: " + " × ".join(f"{f:.3f}" for _, f in r["breakdown"])
+                         + f" = {r['vs_ours_greedy']:.3f}")
     lines.append("token identity vs greedy: " + ("OK" if res["identical"] else f"FAILED {res['mismatches']}"))
     lines.append("a = accepted / drafted tokens ruled on; tok/pass = mean acceptance length (tokens per verify pass, "
                  "incl. bonus/correction); est. = (1-a^(K+1))/((1-a)(Kc+1)), Leviathan et al.'s estimate under i.i.d. "

@@ -11,6 +11,7 @@ from .plain import plain_steps
 from .sampling import SamplingConfig
 from .speculative import speculative_steps
 from .step import Stepper, run_steps
+from .theory import speedup_breakdown
 
 
 @torch.inference_mode()
@@ -116,13 +117,17 @@ def speculative_vs_plain(target, drafter, tokenizer, ids, max_new: int, k: int, 
     d1 = forward_ms(draft_model, ctx, 1, repeats=7) if draft_model is not None else 0.0
     progress(1.0, "done")
     c = spec.counters
+    summary = speedup_summary(seconds["plain greedy"], seconds["speculative"])
+    cost_c, cost_v = d1 / t1 if t1 else 0.0, tv / t1 if t1 else 1.0
     return {
-        "identical": spec.token_ids == plain.token_ids, "tokens": len(spec.token_ids),
-        **speedup_summary(seconds["plain greedy"], seconds["speculative"]),
+        "identical": spec.token_ids == plain.token_ids, "tokens": len(spec.token_ids), **summary,
+        # where the speedup goes, every factor from this run (issue 38)
+        "breakdown": speedup_breakdown(c.mean_acceptance_length, summary["speedup"], k, cost_c, cost_v)
+        if c.mean_acceptance_length else [],
         "a": c.acceptance_rate, "mean_acceptance_length": c.mean_acceptance_length,
         "accepted_per_pass": list(c.accepted_per_pass), "per_position": c.per_position(),
         "reached": list(c.reached_at), "target_ms": t1, "verify_ms": tv, "draft_ms": d1,
-        "c": d1 / t1 if t1 else 0.0, "v": tv / t1 if t1 else 1.0, "k": k, "target_passes": c.target_passes,
+        "c": cost_c, "v": cost_v, "k": k, "target_passes": c.target_passes,
     }
 
 

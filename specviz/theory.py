@@ -38,3 +38,23 @@ def best_k(a: float, c: float, v: float = 1.0, k_max: int = 16) -> int:
     an improvement above 1 (with v = 1: exactly when a <= c)."""
     k = max(range(1, k_max + 1), key=lambda k: walltime_improvement(a, k, c, v))
     return k if walltime_improvement(a, k, c, v) > 1.0 else DONT_SPECULATE
+
+
+def speedup_breakdown(tokens_per_pass: float, measured: float, k: int | None = None, c: float = 0.0,
+                      v: float = 1.0) -> list[tuple[str, float]]:
+    """Where a measured speedup goes, as factors that multiply to `measured` exactly: the tokens one verify pass
+    commits (what the speedup would be if drafting and verifying were free), then the draft's K steps (÷ (1 + Kc),
+    verify still at one step's cost), then the verify pass at its measured cost v instead of 1, then everything
+    the formula leaves out (sampling, Python, cache crops, a drafter's prefill), measured as what remains. Without
+    K (lookahead, trees) drafting and verifying stay inside the last factor."""
+    if tokens_per_pass <= 0 or measured <= 0:
+        raise ValueError("tokens_per_pass and measured must be positive")
+    factors = [("tokens per verify pass (drafting and verifying free)", tokens_per_pass)]
+    predicted = tokens_per_pass
+    if k:
+        factors += [("drafting: K draft steps, ÷ (1 + Kc)", 1.0 / (1.0 + k * c)),
+                    ("verify pass at its measured cost v: (1 + Kc) ÷ (Kc + v)", (1.0 + k * c) / (k * c + v))]
+        predicted = tokens_per_pass / (k * c + v)
+    factors.append(("everything else: sampling, Python, cache crops, prefill (measured ÷ predicted)",
+                    measured / predicted))
+    return factors

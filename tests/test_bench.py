@@ -1,9 +1,12 @@
 """python -m specviz.bench --quick runs end to end: its JSON has the promised fields and the
 token-identity check passed. No speed is asserted."""
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -23,6 +26,13 @@ def test_bench_quick_json():
                   "fraction_of_machine_estimate", "vs_hf_peer", "vs_ours_greedy", "vs_hf_greedy"):
         assert field in spec, field
     assert 1.0 <= spec["mean_acceptance_length"] <= 5.0
+    for name, row in rows.items():  # issue 38: the breakdown's factors multiply to the measured speedup
+        if "mean_acceptance_length" in row:
+            assert math.prod(f for _, f in row["breakdown"]) == pytest.approx(row["vs_ours_greedy"], rel=1e-9), name
+            assert row["breakdown"][0][1] == row["mean_acceptance_length"]
+    assert [n.split(":")[0] for n, _ in spec["breakdown"]] == ["tokens per verify pass (drafting and verifying free)",
+                                                                "drafting", "verify pass at its measured cost v",
+                                                                "everything else"]
     assert out["forward_ms"]["target_1"] > 0 and "5" in out["forward_ms"]["target_verify"]
     assert out["peak_rss_mb"] > 0 and out["load_s"]["cached"] > 0
     if "spec token K=4" in rows:  # with the shipped draft: compared with HF assisted generation
@@ -40,3 +50,35 @@ def test_only_selects_rows_and_keeps_the_greedy_references():
     assert [c.name for c in select(cfgs, ("eagle2",))] == ["hf greedy", "ours greedy", "spec eagle2 N=16 D=5"]
     assert [c.name for c in select(cfgs, ("unpacked spec",))] == ["hf greedy", "ours greedy", "unpacked greedy",
                                                                   "unpacked spec token K=4"]
+
+
+@pytest.mark.fast
+def test_the_breakdown_multiplies_to_the_measured_speedup():
+    from specviz.theory import speedup_breakdown, walltime_improvement
+
+    parts = speedup_breakdown(2.4, 1.15, k=4, c=0.1, v=1.3)
+    assert math.prod(f for _, f in parts) == pytest.approx(1.15)
+    assert math.prod(f for _, f in parts[:3]) == pytest.approx(2.4 / (4 * 0.1 + 1.3))  # the machine-aware estimate
+    assert parts[-1][1] == pytest.approx(1.15 / (2.4 / 1.7))
+    lookahead = speedup_breakdown(1.6, 0.7)  # no K: drafting and verifying stay in "everything else"
+    assert len(lookahead) == 2 and math.prod(f for _, f in lookahead) == pytest.approx(0.7)
+    # with iid acceptance and nothing else, the first three are exactly Leviathan's machine estimate
+    tau = (1 - 0.7 ** 5) / 0.3
+    assert math.prod(f for _, f in speedup_breakdown(tau, 1.0, 4, 0.05, 1.2)[:3]) == pytest.approx(
+        walltime_improvement(0.7, 4, 0.05, 1.2))
+
+
+def test_a_measured_run_carries_its_breakdown(models):
+    """The Speedup lab's measured run: its breakdown multiplies to its measured speedup, from the same run."""
+    from specviz.drafters import make_drafter
+    from specviz.measure import speculative_vs_plain
+    from specviz.prompting import prompt_ids
+
+    ids = prompt_ids(models.tokenizer, "Write a Python function that returns the sum of a list.")
+    res = speculative_vs_plain(models.target, make_drafter("token", models), models.tokenizer, ids, 12, 4,
+                               draft_model=models.draft, rounds=1)
+    parts = res["breakdown"]
+    assert math.prod(f for _, f in parts) == pytest.approx(res["speedup"], rel=1e-9)
+    assert parts[0][1] == res["mean_acceptance_length"] and len(parts) == 4
+    assert parts[1][1] == pytest.approx(1 / (1 + 4 * res["c"])) and parts[2][1] == pytest.approx(
+        (1 + 4 * res["c"]) / (4 * res["c"] + res["v"]))

@@ -243,3 +243,17 @@ def test_beam_vs_greedy_says_b1_is_greedy_and_claims_no_global_optimum():
     assert "B = 1" in one and "greedy" in one and "globally" not in one
     same = beam_vs_greedy(None, [1, 2], -4.4, [1, 2], -4.4, beams=3)
     assert "3 hypotheses" in same and "globally best" not in same  # beam search is not exhaustive
+
+
+def test_the_breakdown_waterfall_ends_at_the_measured_speedup():
+    import math
+
+    from specviz.figures.breakdown import breakdown_waterfall
+    from specviz.theory import speedup_breakdown
+
+    parts = speedup_breakdown(2.4, 1.15, k=4, c=0.1, v=1.3)
+    fig = breakdown_waterfall(parts).to_dict()
+    bars = fig["data"][0]
+    assert bars["measure"][-1] == "total" and bars["text"][-1] == "1.15×"
+    assert sum(bars["y"][:-1]) == pytest.approx(math.log10(1.15))  # the steps add up (in log) to the measured
+    assert bars["x"][0].startswith("if drafting") and len(bars["x"]) == 5
