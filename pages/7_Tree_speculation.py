@@ -91,7 +91,8 @@ if typical_on and cfg.greedy:
 elif typical_on:
     measured_tv = load_typical_tv()
     st.caption("Typical acceptance here is the rule Medusa's repository runs by default (`evaluate_posterior` with "
-               "`fast=True`); its `fast=False` variant draws the token after the path from p with the tokens under the threshold removed instead."
+               "`fast=True`); its `fast=False` variant draws the token after the path from p with the tokens under "
+               "the threshold removed instead."
                + (f" Measured for this rule (`models/medusa/typical_tv.json`, {measured_tv['date']}): on the first "
                   f"Medusa tree of each of {measured_tv['prompts']} held-out prompts at T = 1 (N = "
                   f"{measured_tv['budget']}, ε = {measured_tv['epsilon']}, δ = {measured_tv['delta']}) the first "
@@ -172,8 +173,9 @@ play_speed("tree")
 with st.expander("Why not just take the longest accepted path? (sampling)", expanded=False):
     st.markdown(
         "Tempting: judge every node with min(1, p/q) against its parent's p on its own and keep the longest "
-        "root-to-leaf path that passed. It is **biased**, two ways. (1) Which of several accepted siblings wins "
-        "depends on how far its subtree got, a property of the draft's continuations, not of p: a token whose "
+        "path down from the root whose nodes all passed. It is **biased**, two ways. (1) Which of several "
+        "accepted siblings wins depends on how far its subtree got, a property of the draft's continuations, "
+        "not of p: a token whose "
         "continuations the draft guesses well is emitted more often than p says. (2) Siblings judged against the "
         "same p do not share out p's mass. Say p(a) = 0.8, p(b) = 0.2 and the draft proposes both, a first (one-hot "
         "q each). The exact rule accepts a with 0.8; after a's rejection the residual is all b, so b is accepted: "
