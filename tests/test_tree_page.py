@@ -42,6 +42,9 @@ def test_tree_page_steps_and_draws():
     first = at.session_state["tree"][1].current()
     assert first.cycle == 0 and first.verify_mode == "greedy" and first.accepted >= 2, first.accepted
     assert any(c.value.startswith("Colour and shape: the verdict") for c in at.caption)
+    # the walk keeps a path from the root, usually ending at an inner node: not "one root-to-leaf path"
+    intro = at.caption[0].value
+    assert "root-to-leaf" not in intro and "usually ending at an inner node" in intro
     charts = at.get("plotly_chart")
     assert len(charts) >= 2
     assert any(m.label == "Tokens per target pass" for m in at.metric)
