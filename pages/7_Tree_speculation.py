@@ -5,8 +5,9 @@ import time
 
 import streamlit as st
 
-from ui.common import (ON_OFF, chart, controls, encode, figure, get_models, get_replay, link, linked,
+from ui.common import (ON_OFF, chart, controls, encode, figure, get_models, get_replay, keep, link, linked,
                        play_interval, play_speed, play_tick, sidebar, slider)
+from ui.learner import current, progress
 
 from specviz.drafters import make_drafter
 from specviz.drafters.medusa import MedusaDrafter
@@ -20,6 +21,7 @@ from specviz.tree import tree_speculative_steps
 from specviz.tree_compare import (break_even, chain_vs_tree, comparison, finding, tree_benchmark, tree_faster,
                                   verify_cost_curve)
 from specviz.medusa_choices import MAX_CHARS, parse_choices
+from specviz.practice.predict import mark_tree
 from specviz.tree_lossless import (bin_names, expected_pairs, first_token_fit, fit_verdict, goodness_of_fit,
                                    load_typical_tv, real_tables, sample_pairs, typical_verifier)
 
@@ -99,6 +101,10 @@ elif typical_on:
                   f"token's total variation from the target's p is **{measured_tv['typical_tv_mean']:.3f}** on "
                   f"average; the exact rule's is at most {measured_tv['exact_tv_max']:.0e} (float rounding)."
                   if measured_tv else ""))
+keep("tr_predict")
+predict = st.toggle("Predict first", key="tr_predict",
+                    help="Each cycle first shows the drafted tree without verdicts: predict how many drafted tokens "
+                         "the walk accepts, then Step (→) reveals the path.")
 kind = {label: name for name, label in DRAFTERS.items()}[choice]
 params = (tuple(ids), kind, budget, depth, cfg, choices, typical, settings.target, settings.draft)
 link("tree", "Tree_speculation", dict(
@@ -117,7 +123,29 @@ def factory():
                                   budget=budget, depth=depth, cfg=cfg, typical=typical)
 
 
-replay = get_replay("tree", params, factory)
+replay = get_replay("tree", params + (predict,), factory, phases=2 if predict else 1)
+
+
+def prediction(cycle):
+    """Predict first: the drafted tree without its verdicts; how many drafted tokens does the walk accept?"""
+    key = f"tr_pred_{id(replay)}_{cycle.cycle}"
+    deepest = max(n.depth for n in cycle.nodes)
+    if replay.phase == 0:
+        st.number_input(f"How many drafted tokens does the walk accept? (0 to {deepest}; the draft's confidence q is "
+                        "the opacity, hover for it) — then Step (→)", 0, deepest, key=key, step=1)
+        st.session_state.setdefault("tr_guesses", {})[key] = st.session_state.get(key, 0)
+        return
+    guess = st.session_state.get("tr_guesses", {}).get(key, st.session_state.get(key, 0))
+    right, why = mark_tree(cycle, int(guess))
+    done = st.session_state.setdefault("tr_pred_done", {})
+    if key not in done:
+        done[key] = int(right)
+        me = current()
+        if me is not None:
+            progress().record_prediction(me, "tree", int(right), 1)
+    with st.container(border=True):
+        st.markdown(f"**Your prediction: {int(guess)} — {'✓ right' if right else '✗ not right'}** (this session: "
+                    f"{sum(done.values())} of {len(done)})  \n" + md_escape(why))
 
 
 @st.fragment(run_every=play_interval("tree"))
@@ -130,11 +158,19 @@ def view():
         return
     done = replay.shown()
     context = list(ids) + [t for c in done[:-1] for t in c.emitted]
-    st.markdown(f"**Cycle {cycle.cycle + 1}** · " + (f"{len(cycle.nodes)} nodes · accepted path of {cycle.accepted} + "
-                                                     if cycle.nodes else "no tree · ")
-                + f"{cycle.new_origin} token “{md_escape(cycle.new_text)}”" + (" · done" if replay.at_end else ""))
+    if predict and replay.phase == 0 and cycle.nodes:  # the heading would give the answer away
+        st.markdown(f"**Cycle {cycle.cycle + 1}** · {len(cycle.nodes)} nodes drafted · your prediction first")
+    else:
+        st.markdown(f"**Cycle {cycle.cycle + 1}** · " + (f"{len(cycle.nodes)} nodes · accepted path of {cycle.accepted} + "
+                                                         if cycle.nodes else "no tree · ")
+                    + f"{cycle.new_origin} token “{md_escape(cycle.new_text)}”" + (" · done" if replay.at_end else ""))
+    hidden = predict and replay.phase == 0 and bool(cycle.nodes)
     if cycle.nodes:
-        chart(figure(tree_figure, cycle, token_text(models.tokenizer, context[-1])), key="tree_fig")
+        chart(figure(tree_figure, cycle, token_text(models.tokenizer, context[-1]), hidden), key="tree_fig")
+        if predict:
+            prediction(cycle)
+            if hidden:
+                return
         chart(figure(mask_figure, cycle), key="mask_fig")
     else:  # the engine drafts no path past Max new tokens: with one token left there is nothing to draft
         st.caption(f"No tree this cycle: one token was left of the {max_new} this page generates, so nothing was "

@@ -82,3 +82,39 @@ def test_predict_then_reveal_on_the_beam_page():
     text = " ".join(m.value for m in at.markdown)
     assert f"Your prediction: {len(cands)} of {len(cands)} candidates right" in text
     assert next(d for d in json.loads(at.get("plotly_chart")[0].proto.spec)["data"] if d.get("name") == "kept")["x"]
+
+
+def test_predict_then_reveal_on_the_tree_page():
+    import json
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=180)
+    at.run()
+    at.switch_page("pages/7_Tree_speculation.py").run()
+    at.toggle(key="tr_predict").set_value(True).run()
+    at.button(key="tree_step").click().run()
+    assert not at.exception
+    tree = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert [d.get("name") for d in tree["data"] if d.get("mode") == "markers+text"][0] == "drafted (verdict hidden)"
+    assert not any("accepted path of" in m.value for m in at.markdown)  # the heading keeps the answer back
+    cycle = at.session_state["tree"][1].current()
+    at.number_input[0].set_value(cycle.accepted).run()
+    at.button(key="tree_step").click().run()
+    assert not at.exception
+    text = " ".join(m.value for m in at.markdown)
+    assert f"Your prediction: {cycle.accepted} — ✓ right" in text and "the walk accepted" in text
+
+
+@pytest.mark.fast
+def test_tree_marking_explains_the_path():
+    from types import SimpleNamespace as N
+
+    from specviz.practice.predict import mark_tree
+
+    nodes = (N(index=0, text="a", depth=1), N(index=1, text="b", depth=2), N(index=2, text="c", depth=1))
+    cycle = N(nodes=nodes, path=(0,), accepted=1, new_text="z", new_origin="correction")
+    right, why = mark_tree(cycle, 2)
+    assert not right and "accepted 1 (“a”)" in why and "at depth 2 no child passed" in why
+    assert mark_tree(cycle, 1)[0]

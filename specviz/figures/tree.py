@@ -69,13 +69,14 @@ def node_hover(cycle, n, root_text: str = "context") -> str:
             f"<br><b>{n.verdict}</b>")
 
 
-def tree_figure(cycle, root_text: str = "context") -> go.Figure:
+def tree_figure(cycle, root_text: str = "context", hide: bool = False) -> go.Figure:
     """Nodes labelled with their token; colour and shape = verdict, opacity = the draft's confidence q; the accepted
     path's edges thick, its labels above the line, and after it the token the target adds itself (correction,
     resampled or bonus: not a node of the tree); hovering shows the node's ancestors, depth, position id, p, q
-    and the verdict."""
+    and the verdict. hide: the drafted tree only (no verdicts, no path, no target token), while a learner predicts
+    how far the walk goes."""
     pos = layout_positions(cycle)
-    on_path = set(cycle.path)
+    on_path = set() if hide else set(cycle.path)
     shown = dict(zip((n.index for n in cycle.nodes), token_labels(n.text for n in cycle.nodes)))  # " hash" ≠ "hash"
     fig = go.Figure()
     # the edges as two traces (accepted path / the rest), segments split by None: one trace per edge made
@@ -90,7 +91,16 @@ def tree_figure(cycle, root_text: str = "context") -> go.Figure:
         if xs:
             fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=False,
                                      line=dict(color=ACCEPTED if hot else "#cccccc", width=4 if hot else 1.5)))
-    for verdict, color in VERDICT_COLORS.items():
+    if hide:
+        fig.add_trace(go.Scatter(
+            x=[pos[n.index][0] for n in cycle.nodes], y=[pos[n.index][1] for n in cycle.nodes], mode="markers+text",
+            name="drafted (verdict hidden)", text=[shown[n.index] for n in cycle.nodes], textposition="middle right",
+            marker=dict(size=18, color="#bdbdbd", symbol="circle", opacity=[0.35 + 0.65 * min(1.0, n.q)
+                                                                            for n in cycle.nodes],
+                        line=dict(color="#333", width=1)),
+            hovertext=[f"{label(n.text)} · depth {n.depth} · q {n.q:.3f} (the draft's confidence)" for n in cycle.nodes],
+            hoverinfo="text"))
+    for verdict, color in ({} if hide else VERDICT_COLORS).items():
         nodes = [n for n in cycle.nodes if n.verdict == verdict]
         if not nodes:
             continue
@@ -104,7 +114,7 @@ def tree_figure(cycle, root_text: str = "context") -> go.Figure:
             hovertext=[node_hover(cycle, n, root_text) for n in nodes], hoverinfo="text"))
     fig.add_trace(go.Scatter(x=[0], y=[pos[-1][1]], mode="markers+text", text=[label(root_text)], name="root",
                              textposition="middle left", marker=dict(size=20, color="#444", symbol="square")))
-    if cycle.new_token is not None and cycle.new_origin in NEW_COLORS:
+    if cycle.new_token is not None and cycle.new_origin in NEW_COLORS and not hide:
         x0, y0 = pos[cycle.path[-1] if cycle.path else -1]
         y1 = star_y(pos, x0 + 1, y0)
         fig.add_trace(go.Scatter(x=[x0, x0 + 1], y=[y0, y1], mode="lines", line=dict(color=NEW_COLORS[cycle.new_origin],

@@ -62,3 +62,16 @@ def mark_beam(candidates, chosen: set[int], beams: int) -> tuple[int, list[str]]
                 if c.status == "finished" else f"pruned: below the B = {beams} best")
         lines.append(f"{'✓' if ok else '✗'} {_q(c.text)} ({c.score:.3f}, #{ranked.index(i) + 1}): {fate}")
     return right, lines
+
+
+def mark_tree(cycle, predicted: int) -> tuple[bool, str]:
+    """A tree cycle's prediction: how many drafted tokens the walk accepts. The explanation names the accepted
+    path and where it stopped."""
+    by_index = {n.index: n for n in cycle.nodes}
+    path = " → ".join(_q(by_index[i].text) for i in cycle.path) or "nothing"
+    deepest = max((n.depth for n in cycle.nodes), default=0)
+    stop = ("every depth of the tree passed" if cycle.accepted == deepest else
+            f"at depth {cycle.accepted + 1} no child passed")
+    why = (f"the walk accepted {cycle.accepted} ({path}): {stop}; then the target's own {_q(cycle.new_text)} "
+           f"({cycle.new_origin}).")
+    return predicted == cycle.accepted, why
