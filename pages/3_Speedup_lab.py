@@ -6,6 +6,7 @@ from ui.common import chart, encode, get_models, keep, sidebar, slider
 from specviz.compare import estimate_note, load_bench, packing_note
 from specviz.drafters import drafter_choices, make_drafter
 from specviz.figures import speedup as F
+from specviz.figures.breakdown import breakdown_waterfall
 from specviz.measure import speculative_vs_plain, verify_cost_profile
 from specviz.theory import best_k, expected_tokens, speculation_pays, walltime_improvement
 
@@ -144,6 +145,13 @@ if measured:
                "acceptance is not i.i.d. — accepted tokens cluster in predictable stretches, which gives more "
                "tokens per pass than independent draws with the same mean a — and a verify pass can cost less in "
                "the run than in the isolated timing of v. " + (estimate_note(bench) if bench else ""))
+    if r.get("breakdown"):
+        chart(breakdown_waterfall(r["breakdown"], f"Where the {r['speedup']:.2f}× goes (every factor from this run)"),
+              key="sl_breakdown")
+        st.caption("Left to right: the tokens one verify pass committed (the speedup if drafting and verifying cost "
+                   "nothing), then the draft's K steps (÷ (1 + Kc)), then the verify pass at its measured cost v instead "
+                   "of one step, then everything the formula leaves out (sampling, Python per step, cache crops, a "
+                   "drafter's prefill), measured as what remains. The factors multiply to the measured speedup.")
     h1, h2 = st.columns(2)
     if r["per_position"]:
         chart(container=h1, fig=F.position_histogram(r["per_position"], r["reached"]), key="sl_pos")

@@ -241,6 +241,10 @@ def test_speedup_lab_measures_a_real_run(app):
     assert "identical output" in summary and "Medians of 3" in summary  # timed 3 times, not once
     improve = figures(at)[1]
     assert any(d.get("name") == "measured" for d in improve["data"])
+    water = next(json.loads(e.proto.spec) for e in at.get("plotly_chart") if e.proto.id.endswith("-sl_breakdown"))
+    bars = water["data"][0]  # issue 38: where the speedup goes, ending at the measured speedup
+    speedup = summary.split("→ **")[1].split("×")[0]
+    assert bars["measure"][-1] == "total" and bars["text"][-1] == f"{speedup}×" and speedup in water["layout"]["title"]["text"]
     assert any("measured" in a.get("text", "") and "(a = " in a.get("text", "")
                for a in improve["layout"]["annotations"])  # label beside, not on, the point, with its own a and c
     if abs(at.slider(key="sl_a").value - float(metrics["measured a"])) > 0.005:  # curves at other a, c: said
