@@ -12,6 +12,7 @@ import torch
 
 from .errors import SpecVizError
 from .verify import accept_probability, residual
+from .sampling import distribution, warpers
 
 
 def _normalize(v: torch.Tensor) -> torch.Tensor:
@@ -132,8 +133,6 @@ def detection_power(p, wrong, n: int, tests: int, alpha: float = 0.05, min_count
 def first_token_distributions(target, drafter, ids: list[int], cfg) -> tuple[torch.Tensor, torch.Tensor]:
     """p and q of the first output position as speculative sampling uses them: the target's and a model
     drafter's next-token distributions on `ids`, both processed by the same sampling config."""
-    from .sampling import distribution, warpers
-
     logits = target(input_ids=torch.tensor([ids], device=target.device)).logits[:, -1]
     p = distribution(logits, cfg, warpers(cfg))[0].cpu()
     _, q = drafter.propose(list(ids), 1, cfg, torch.Generator().manual_seed(0))

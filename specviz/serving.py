@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import torch
 
 from .theory import expected_tokens
+from .packed import PackedLinear
 
 GIB = 2 ** 30
 
@@ -69,8 +70,6 @@ def loaded_weights(model, shared_with=None) -> int:
     the embedding's values again (a reordered copy) and is not counted twice. shared_with: a model whose
     tensors this one borrows (a draft assembled on the target shares its embedding): those are left out, so
     the figure is what loading this model adds."""
-    from .packed import PackedLinear
-
     def tensors(m) -> dict[int, int]:
         out = {id(p): p.numel() for p in m.parameters()}
         tied = getattr(m.config, "tie_word_embeddings", False)

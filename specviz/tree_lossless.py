@@ -29,6 +29,10 @@ from .sampling import SamplingConfig, distribution, warpers
 from .speculative import Run
 from .tree import draft_tree, static_tree, tree_logits
 from .verify import first_token_tv, verify_tree, verify_tree_typical
+from .drafters.medusa import MedusaDrafter
+from .models import load_models
+from .prompting import prompt_ids
+from .training.data import held_out_prompts
 
 TYPICAL_TV = pathlib.Path(__file__).resolve().parent.parent / "models" / "medusa" / "typical_tv.json"
 
@@ -199,8 +203,6 @@ def measure_typical_tv(models, prompts: list[list[int]], epsilon: float, delta: 
                        depth: int = 4) -> dict:
     """first_token_tv of the exact rule and of typical acceptance (as verify.verify_tree_typical runs it) on the
     first Medusa tree of each prompt at T = 1: exact for that tree and p, no sampling."""
-    from .drafters.medusa import MedusaDrafter
-
     cfg = SamplingConfig(1.0)
     exact, typical = [], []
     for ids in prompts:
@@ -224,9 +226,6 @@ def load_typical_tv(path: pathlib.Path = TYPICAL_TV) -> dict | None:
 def main(argv=None) -> None:
     """python -m specviz.tree_lossless: measure typical acceptance's distance from the target on the shipped
     Medusa heads over held-out prompts and write it where the Tree page reads it."""
-    from .models import load_models
-    from .prompting import prompt_ids
-    from .training.data import held_out_prompts
 
     ap = argparse.ArgumentParser(prog="python -m specviz.tree_lossless")
     ap.add_argument("--prompts", type=int, default=8, help="held-out prompts (chat template)")
