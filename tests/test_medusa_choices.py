@@ -13,10 +13,10 @@ def test_valid_list():
 
 
 @pytest.mark.parametrize("text, says", [
-    ("[(0,), (1,", "Python list of tuples"),
+    ("[(0,), (1,", "found the end"),  # the flat parser names what it expected and where (issue 35, item 29)
     ("[]", "non-empty list"),
-    ("[(0,), 'a']", "is not a path"),
-    ("[(0,), (0.5,)]", "is not a path"),
+    ("[(0,), 'a']", "unexpected \"'\" at character 8"),
+    ("[(0,), (0.5,)]", "unexpected '.' at character 10"),
     ("[(0,), (12,)]", "0..9"),
     ("[(0,), (0, 0), (0, 0, 0), (0, 0, 0, 0)]", "only 3 heads"),
     ("[(0,), (0,)]", "twice"),
