@@ -69,6 +69,9 @@ if drill is not None:
         ask(kind_for(choice, seed + 1), seed + 1, models or get_models(settings))
     st.markdown(f"**{KINDS[kind].title}** · seed {seed}")
     st.markdown(drill.question)
+    st.caption("Graded " + ("exactly" if not drill.tolerance else f"within ±{drill.tolerance:g}"
+                            + (" per number" if drill.form == "list" else "")) + ".")
+    peeked = st.session_state.get(f"dr_show_{kind}_{seed}", False)  # the solution read before answering
     answered = st.session_state.get("dr_result")
     with st.form("dr_form", clear_on_submit=False, enter_to_submit=True, border=False):
         if drill.form == "choice":
@@ -78,32 +81,36 @@ if drill is not None:
                     "letters separated by commas" if isinstance(drill.answer[0], str) else "numbers separated by commas")
             response = st.text_input(f"Your answer ({hint}; Enter checks it)", max_chars=MAX_RESPONSE,
                                      key=f"dr_text_{kind}_{seed}")
-        checked = st.form_submit_button("Check ⏎", type="primary")
+        # Enter submits a text answer; a choice is checked with the button
+        checked = st.form_submit_button("Check" if drill.form == "choice" else "Check ⏎", type="primary")
     if checked:
         g = grade(drill, response or "")
         if g.readable:
-            st.session_state["dr_result"] = (kind, seed, g.right, g.message)
-            st.session_state["dr_history"].append((kind, seed, g.right))
+            # an answer after reading the worked solution is shown right or wrong but counted as not right
+            counted = g.right and not peeked
+            message = g.message if not (g.right and peeked) else "after reading the solution: not counted."
+            st.session_state["dr_result"] = (kind, seed, g.right, message)
+            st.session_state["dr_history"].append((kind, seed, counted))
             me = current()
             if me is not None:
-                progress().record_drill(me, kind, seed, g.right, str(response))
+                progress().record_drill(me, kind, seed, counted, str(response))
         else:
+            st.session_state.pop("dr_result", None)  # no stale verdict under a message about this answer
             st.warning(g.message)
         answered = st.session_state.get("dr_result")
     shown = answered if answered and answered[:2] == (kind, seed) else None
     if shown:
         if shown[2]:
-            st.success("✓ Right.")
+            st.success("✓ Right." + (f" ({shown[3]})" if shown[3] else ""))
         else:
             st.error(f"✗ Not right. {md_escape(shown[3])} Try again, or read the solution.")
-    if shown and shown[2] or st.toggle("Show the worked solution", key=f"dr_show_{kind}_{seed}"):
+    if shown and shown[2] or st.toggle("Show the worked solution", key=f"dr_show_{kind}_{seed}",
+                                       help="An answer checked after this is shown but not counted as right."):
         with st.container(border=True):
             st.markdown(f"**Solution** · {drill.solution}")
             if drill.page in BY_PATH:
                 p = BY_PATH[drill.page]
                 st.page_link(p.path, label=f"See it: {p.title}", icon=p.icon)
-            st.caption("Graded " + ("exactly" if not drill.tolerance else f"within ±{drill.tolerance:g}"
-                                    + (" per number" if drill.form == "list" else "")) + ".")
 
 
 def new_drill():

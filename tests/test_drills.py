@@ -58,7 +58,8 @@ def recompute(kind, g):
                 return depth
             node, depth = kids[0], depth + 1
     if kind == "live-beam-prune":
-        order = sorted(range(len(g["scores"])), key=lambda i: -g["scores"][i])
+        scores = [a + b for a, b in zip(g["parent_scores"], g["token_logprobs"])]
+        order = sorted(range(len(scores)), key=lambda i: -scores[i])
         return sorted(g["names"][i] for i in order[:g["beams"]])
     raise AssertionError(kind)
 

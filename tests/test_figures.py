@@ -84,7 +84,7 @@ def test_rare_residual_draw_is_explained_and_escaped():
     assert F.resolution(thin).to_dict()["data"][0]["text"] == ["1.000", "3e-05"]  # not "0.000"
     tiny = dataclasses.replace(cycle(k=2, mode="sampling"), p_draft=(0.0043, 0.5))
     labels = next(d for d in F.verify_pass(tiny).to_dict()["data"] if d["name"] == "p(draft token)")["text"]
-    assert labels[0].endswith("p 0.0043 · q 0.50") and labels[1].endswith("p 0.50 · q 0.50")  # not "p 0.00"
+    assert labels[0].endswith("p 0.0043 · q 0.5") and labels[1].endswith("p 0.5 · q 0.5")  # not "p 0.00"
 
 
 def test_cache_strip_has_rows_and_token_text():

@@ -126,7 +126,8 @@ def verify_pass(cycle, marks: bool = True) -> go.Figure:
             p_text = [f"{'✓' if a else '✗'} {t}<br>{_small(p, 2)}" for t, p, a in zip(draft_text, cycle.p_draft, agree)]
         else:
             colors = [P_COLOR] * k
-            p_text = [f"{t}<br>p {_small(p, 2)} · q {_small(d.q, 2)}" for t, p, d in zip(draft_text, cycle.p_draft, cycle.drafts)]
+            # three significant digits: the learner computes min(1, p/q) from these (0.01 / 0.03 read as 1/3)
+            p_text = [f"{t}<br>p {p:.3g} · q {d.q:.3g}" for t, p, d in zip(draft_text, cycle.p_draft, cycle.drafts)]
         data = [dict(
             type="bar", x=xs, y=[t.prob for t in cycle.target_top], name="target's top choice: p(top)",
             marker=dict(color="#90caf9"),
@@ -274,10 +275,10 @@ def rare_draw_note(cycle, below: float = 0.01) -> str | None:
             f"{f'{cycle.new_p:.4f}' if cycle.new_p >= 1e-4 else _small(cycle.new_p)} here "
             f"({one_in} draws)" + got
             + ": after the draft's token is rejected, the residual max(0, p − q) keeps only the mass p has *beyond* "
-            "q, which can be a thin tail. Rejections are rare enough that, summed over both paths, every token "
-            "still comes out with exactly its probability p — this draw is as likely as plain sampling at this "
-            "seed and temperature would make it. It is not a bug; another seed (or a lower temperature) gives "
-            "a likelier path.")
+            "q, which can be a thin tail. Whatever the rejection rate, the accept path (min(p, q)) and the "
+            "residual path (the rest of p) add up to exactly p for every token, so this token comes out with "
+            "probability p overall, as plain sampling at this temperature would give it. It is not a bug; another "
+            "seed (or a lower temperature) gives a likelier path.")
 
 
 def cache_strip(cycle, context: list[str] | None = None, window: int = 24) -> go.Figure:

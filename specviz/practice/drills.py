@@ -158,7 +158,8 @@ def best_k_drill(rng: random.Random, seed: int) -> Drill:
         f"$a = {a}$, $c = {c}$, $v = {v:g}$. Which K in 1..16 maximises the estimated walltime improvement "
         "$\\frac{1 - a^{K+1}}{(1 - a)(Kc + v)}$? Answer 0 if no K beats plain decoding (don't speculate).",
         dict(a=a, c=c, v=v, k_max=16), k, 0.0,
-        (f"Evaluate the improvement per K: {where}. The best is **K = {k}**." if k != DONT_SPECULATE else
+        (f"Evaluate the improvement per K around the peak: {where}. It rises while one more draft adds more "
+         f"expected tokens than it costs, then falls: the best is **K = {k}**." if k != DONT_SPECULATE else
          f"Even the best K gives {gains[0]:.3f} ≤ 1: **don't speculate** (0)."
          + (" With v = 1 this happens exactly when a ≤ c (Leviathan et al., Corollary 3.9)." if v == 1.0 else "")),
         "pages/3_Speedup_lab.py", "int")
@@ -223,7 +224,7 @@ def greedy_verify(rng: random.Random, seed: int) -> Drill:
 
 
 def roofline_batch(rng: random.Random, seed: int) -> Drill:
-    flops = rng.choice([312e12, 989e12, 1979e12, 2e12, 150e12])
+    flops = rng.choice([312e12, 989e12, 2e12, 150e12])  # dense bf16 peaks (A100, H100), a CPU, a small GPU
     bandwidth = rng.choice([2.0e12, 3.35e12, 4.8e12, 0.1e12, 1.0e12])
     tokens = rng.choice([1, 1, 2, 5, 8])
     bytes_per_value = 2
@@ -362,12 +363,13 @@ def live_residual(models, seed: int) -> Drill:
     else:
         raise SpecVizError("No rejection in this run's first cycles: try another seed.")
     c, v = rejected
-    ids = [t.id for t in v.p_top] + [t.id for t in v.q_top if t.id not in {x.id for x in v.p_top}]
-    ids = ids[:4]
-    text = {t.id: t.text for t in list(v.p_top) + list(v.q_top)}
-    pmap, qmap = {t.id: t.prob for t in v.p_top}, {t.id: t.prob for t in v.q_top}
-    p = [_r(pmap.get(i, 0.0), 3) for i in ids]
-    q = [_r(qmap.get(i, 0.0), 3) for i in ids]
+    text = {t.id: t.text for t in list(v.p_top) + list(v.q_top)} | {v.token: v.text}
+    pmap, qmap = {t.id: t.prob for t in v.p_top} | {v.token: v.p}, {t.id: t.prob for t in v.q_top} | {v.token: v.q}
+    # the rejected token first, then tokens whose p AND q the trace holds (a token outside one top list has an
+    # unknown probability there, not 0): the buckets are exact, the rest of the vocabulary is "other"
+    ids = [v.token] + [t.id for t in v.p_top if t.id in qmap and t.id != v.token][:3]
+    p = [_r(pmap[i], 3) for i in ids]
+    q = [_r(qmap[i], 3) for i in ids]
     p.append(_r(max(0.0, 1 - sum(p)), 3))  # "other": the rest of the vocabulary as one token
     q.append(_r(max(0.0, 1 - sum(q)), 3))
     tokens = [_tok(text[i]) for i in ids] + ["other"]
@@ -381,8 +383,10 @@ def live_residual(models, seed: int) -> Drill:
         f"{len(tokens)} buckets.",
         dict(p=p, q=q, tokens=tokens, prompt=prompt, cycle=c.cycle), answer, 0.01,
         f"$\\max(0, p - q) = ({_fmt(_r(x) for x in pos)})$, sum {sum(pos):.3f}; normalised: $({_fmt(answer)})$. The "
-        "token is then drawn from it"
-        + (f": here the engine drew {_tok(c.new_text)}." if c.new_origin == "resampled" else "."),
+        f"rejected {_tok(v.text)} gets nothing: the draft over-proposed it ($q > p$). The next token is drawn from "
+        "the residual"
+        + ((f": here the engine drew {_tok(c.new_text)}" + ("" if c.new_token in ids else ", from “other”") + ".")
+           if c.new_origin == "resampled" else "."),
         "pages/2_Speculative_decoding.py", "list")
 
 
@@ -401,7 +405,8 @@ def live_greedy_verify(models, seed: int) -> Drill:
         dict(drafts=drafts, target_argmax=target, draft_ids=[d.token for d in c.drafts],
              target_argmax_ids=[t.id for t in c.target_top], prompt=prompt, cycle=c.cycle), c.accepted, 0.0,
         f"Accepted while draft = argmax: **{c.accepted}**; then the target's {_tok(target[c.accepted])} is committed "
-        f"as the {'bonus' if c.accepted == c.k else 'correction'} token: {c.accepted + 1} tokens for one target pass.",
+        f"as the {'bonus' if c.accepted == c.k else 'correction'} token: {c.accepted + 1} "
+        f"token{'s' if c.accepted else ''} for one target pass.",
         "pages/2_Speculative_decoding.py", "int")
 
 
@@ -414,19 +419,28 @@ def live_beam_prune(models, seed: int) -> Drill:
     steps = list(beam_steps(models.target, models.tokenizer, prompt_ids(models.tokenizer, prompt), B,
                             rng.randint(2, 4), 1.0, 6))
     step = steps[-1]
-    cands = [c for c in step.candidates if c.status in ("kept", "pruned")][: B + 3]
-    order = sorted(range(len(cands)), key=lambda i: -cands[i].score)
+    # the step's B best running candidates and a few runners-up, listed by beam, not by score: the learner adds
+    # each beam's total log-prob and the token's log p, as beam search does, then ranks
+    shown = sorted([c for c in step.candidates if c.status in ("kept", "pruned")][: B + 3],
+                   key=lambda c: (c.parent, c.token))
+    beams = [step.beams_before[c.parent] for c in shown]
+    scores = [_r(b.logprob, 3) + _r(c.logprob, 3) for b, c in zip(beams, shown)]
+    order = sorted(range(len(shown)), key=lambda i: -scores[i])
     keep = sorted(order[:B])
-    names = [f"{chr(65 + i)} {_tok(c.text)}" for i, c in enumerate(cands)]
+    letters = [chr(65 + i) for i in range(len(shown))]
+    lines = "; ".join(f"{x}: beam {c.parent + 1} (total log-prob {b.logprob:.3f}) + {_tok(c.text)} (log p "
+                      f"{c.logprob:.3f})" for x, b, c in zip(letters, beams, shown))
     return Drill(
         "live-beam-prune", seed,
-        f"A real beam step (prompt “{prompt}”, B = {B}, step {step.step + 1}): candidates with their cumulative "
-        "log-probs: " + "; ".join(f"{n} = {c.score:.3f}" for n, c in zip(names, cands))
-        + f". Which {B} survive the prune (letters, comma-separated)?",
-        dict(scores=[_r(c.score, 4) for c in cands], beams=B, names=[chr(65 + i) for i in range(len(cands))],
-             prompt=prompt), [chr(65 + i) for i in keep], 0.0,
-        f"Keep the {B} highest cumulative log-probs (running beams are compared by total log-prob; the length "
-        f"penalty ranks finished hypotheses): **{', '.join(chr(65 + i) for i in keep)}**.",
+        f"A real beam step (prompt “{prompt}”, B = {B}, step {step.step + 1}). Candidates, each a running beam "
+        f"extended by one token: {lines}. Which {B} survive the prune (letters, comma-separated)?",
+        dict(parent_scores=[_r(b.logprob, 3) for b in beams], token_logprobs=[_r(c.logprob, 3) for c in shown],
+             beams=B, names=letters, prompt=prompt), [letters[i] for i in keep], 0.0,
+        "Each candidate's cumulative log-prob = its beam's total + the token's log p: "
+        + ", ".join(f"{letters[i]} {scores[i]:.3f}" for i in order)
+        + f". Keep the {B} highest (running beams compete on total log-prob; the length penalty ranks finished "
+          f"hypotheses): **{', '.join(letters[i] for i in keep)}**. A likely token on a weak beam can lose to a "
+          "less likely token on a strong one.",
         "pages/1_Beam_search.py", "list")
 
 
@@ -473,7 +487,10 @@ def _number(text: str) -> float | None:
     if text.endswith("%"):
         v = _number(text[:-1])
         return None if v is None else v / 100
-    return float(text) if NUMBER.match(text) else None
+    if not NUMBER.match(text):
+        return None
+    value = float(text)
+    return value if math.isfinite(value) else None  # 1e400 is inf: not an answer
 
 
 def grade(drill: Drill, response: str) -> Grade:
