@@ -7,7 +7,7 @@ from ui.learner import current, progress
 
 from specviz.beam import beam_steps
 from specviz.compare import beam_vs_greedy, length_penalty_note
-from specviz.figures.beam_tree import beam_tree, final_ranking, readable, shown_candidates
+from specviz.figures.beam_tree import beam_tree, by_beam, final_ranking, readable, shown_candidates
 from specviz.figures import label_plain, md_escape
 from specviz.practice.predict import mark_beam
 from specviz.plain import plain_steps
@@ -39,12 +39,13 @@ replay = get_replay("beam", params, lambda: beam_steps(models.target, models.tok
 
 def prediction(step):
     """Predict first: the candidates drawn without their fate; the learner picks the survivors before Step."""
-    cands = shown_candidates(step)
-    names = [f"{i + 1}. “{md_escape(label_plain(c.text))}” ({c.score:.2f})" for i, c in enumerate(cands)]
+    cands = by_beam(shown_candidates(step))
+    names = [f"{i + 1}. beam {c.parent + 1} ({step.beams_before[c.parent].logprob:.2f}) + "
+             f"“{md_escape(label_plain(c.text))}” (log p {c.logprob:.2f})" for i, c in enumerate(cands)]
     key = f"bm_pred_{id(replay)}_{step.step}"
     if replay.phase == 0:
-        st.multiselect(f"Which candidates stay in the beam? (B = {B}; the grey circles above, best first)", names,
-                       key=key, max_selections=len(names))
+        st.multiselect(f"Which {B} candidates stay in the beam? Each is a beam's total log-prob + its token's log p "
+                       "(grey circles above, grouped by beam)", names, key=key, max_selections=B)
         st.session_state.setdefault("bm_guesses", {})[key] = [names.index(n) for n in st.session_state.get(key, [])]
         return
     chosen = set(st.session_state.get("bm_guesses", {}).get(key, []))

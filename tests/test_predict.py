@@ -72,10 +72,11 @@ def test_predict_then_reveal_on_the_beam_page():
     tree = json.loads(at.get("plotly_chart")[0].proto.spec)
     by = {d.get("name"): d for d in tree["data"]}
     assert by["candidate"]["x"] and not by["kept"]["x"] and not by["pruned"]["x"]  # the step's fate hidden
+    assert all("log p" in t for t in by["candidate"]["text"])  # each token's own log p, not the ranked total
     pick = at.multiselect[0]
     step = at.session_state["beam"][1].current()
-    from specviz.figures.beam_tree import shown_candidates
-    cands = shown_candidates(step)
+    from specviz.figures.beam_tree import by_beam, shown_candidates
+    cands = by_beam(shown_candidates(step))
     pick.set_value([o for i, o in enumerate(pick.options) if cands[i].status == "kept"]).run()
     at.button(key="beam_step").click().run()
     assert not at.exception

@@ -28,6 +28,12 @@ def shown_candidates(step, top_pruned: int = 6) -> list:
     return sorted([c for c in step.candidates if c.status != "pruned"] + pruned, key=lambda c: -c.score)
 
 
+def by_beam(candidates) -> list:
+    """Candidates grouped by the beam they extend (likelier tokens first within a beam): the order a learner
+    predicting the prune sees them in, which gives no rank away."""
+    return sorted(candidates, key=lambda c: (c.parent, -c.logprob))
+
+
 def beam_tree(steps, upto: int | None = None, top_pruned: int = 6, window: int = WINDOW,
               hide_last: bool = False) -> go.Figure:
     """steps: BeamStep events; draws steps[: upto + 1]. Nodes at depth s are that step's candidates,
@@ -48,6 +54,8 @@ def beam_tree(steps, upto: int | None = None, top_pruned: int = 6, window: int =
         shown = shown_candidates(step, top_pruned)
         max_rows = max(max_rows, len(shown))
         hidden = hide_last and s == len(steps)
+        if hidden:  # rows by beam, labels with the token's own log p: the learner adds and ranks
+            shown = by_beam(shown)
         for row, c in enumerate(shown):
             y = -float(row)
             px, py = s - 1, node_y.get((s - 1, c.parent), 0.0)
@@ -63,9 +71,11 @@ def beam_tree(steps, upto: int | None = None, top_pruned: int = 6, window: int =
             xs.append(s)
             ys.append(y)
             texts.append("" if status == "pruned" else
-                         f"{label(short(c.text, 11))}<br><span style='font-size:9px;color:#666'>{c.score:.2f}</span>")
-            hovers.append(f"step {s}: “{label(c.text)}”<br>log p = {c.logprob:.3f}<br>cumulative = {c.score:.3f}"
+                         f"{label(short(c.text, 11))}<br><span style='font-size:9px;color:#666'>"
+                         + (f"log p {c.logprob:.2f}" if hidden else f"{c.score:.2f}") + "</span>")
+            hovers.append(f"step {s}: “{label(c.text)}”<br>log p = {c.logprob:.3f}"
                           + ("<br>kept or pruned? your prediction first" if hidden else
+                             f"<br>cumulative = {c.score:.3f}" +
                              f"<br>{c.status}" + (f" (rank {c.rank + 1})" if c.rank >= 0 else "")))
     for status, color, width in (("pruned", "#e0e0e0", 1), ("candidate", "#9e9e9e", 1), ("finished", FINISHED, 2),
                                  ("kept", KEPT, 2)):
