@@ -9,6 +9,7 @@ from ui.common import keep, sidebar
 from ui.learner import current, progress
 from ui.registry import BY_PATH
 
+from specviz.figures import md_escape
 from specviz.practice import quiz as Q
 from specviz.qa import LEVELS, bank, quiz_items
 
@@ -42,7 +43,7 @@ def saved_line(learner) -> None:
         st.caption("Type a name in the sidebar to keep your progress: without one this session counts your answers "
                    "but stores nothing.")
     else:
-        st.caption(f"Your answers are saved under **{st.session_state.get('s_learner', '')}**: "
+        st.caption(f"Your answers are saved under **{md_escape(st.session_state.get('s_learner', ''))}**: "
                    f"{len(progress().cards(learner))} cards seen so far.")
 
 
@@ -166,7 +167,9 @@ def summary(r) -> None:
     st.subheader("Round done: summary")
     row = st.container(horizontal=True, gap="large")
     row.metric("Score", f"{Q.fmt(s.score)} / {s.cards}", width="content")
-    row.metric("Right", f"{round(100 * s.score / s.cards) if s.cards else 0} %", width="content")
+    row.metric("Points", f"{round(100 * s.score / s.cards) if s.cards else 0} %", width="content",
+               help="Share of the round's points (partial credit counts); cards fully right: "
+                    f"{s.cards - len(s.missed)} of {s.cards}")
     row.metric("Missed", len(s.missed), help="Cards scoring under 0.8 (they go back to Leitner box 1)", width="content")
     t1, t2 = st.columns(2)
     for col, title, rows in ((t1, "Level", s.by_level), (t2, "Topic", s.by_topic)):
@@ -283,7 +286,7 @@ def countdown(m, limit: int) -> None:
 
 def mock_verdict(mock, m, learner) -> None:
     v = Q.mock_verdict(m.scores)
-    st.subheader(f"Verdict: {v.level} ({Q.LEVEL_NAMES[v.level]})")
+    st.subheader(f"Verdict: {v.level} ({Q.LEVEL_NAMES.get(v.level, 'start with the fundamentals')})")
     st.markdown(f"{round(100 * v.mean)} % of the rubric points over {len(m.scores)} steps. Rule: {Q.VERDICT_RULE}")
     st.dataframe([{"Step": n + 1, "Question": s.question, "Score": Q.fmt(x)}
                   for n, (s, x) in enumerate(zip(mock.steps, m.scores))], hide_index=True, width="stretch")

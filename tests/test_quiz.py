@@ -123,7 +123,8 @@ def test_summary_by_level_and_topic_with_the_missed_cards():
 
 @pytest.mark.parametrize("scores,level", [
     ([1, 1, 1], "L6"), ([1, 0.8, 0.6], "L6"), ([1, 1, 0.5], "L5"),  # one weak follow-up keeps it from L6
-    ([0.5, 0.5, 0.5], "L5"), ([1, 0, 0.5], "L5"), ([0.4, 0.5, 0.5], "L4"), ([0, 0, 0], "L4")])
+    ([0.5, 0.5, 0.5], "L5"), ([1, 0, 0.5], "L5"), ([0.4, 0.5, 0.5], "L4"), ([0.25, 0.25], "L4"),
+    ([0.29, 0.2, 0.2], "below L4"), ([0, 0, 0], "below L4")])
 def test_mock_verdict_follows_the_stated_rule(scores, level):
     v = Q.mock_verdict(scores)
     assert v.level == level and v.mean == pytest.approx(sum(scores) / len(scores))

@@ -24,6 +24,7 @@ MAX_ANSWER = 4000  # characters in an answer box: a spoken answer written down i
 ROUND_SIZES = (5, 10, 20, 0)  # 0: every card that matches the filters
 TIMER_SECONDS = (60, 90, 120, 180, 300)
 LEVEL_NAMES = {"L4": "fundamentals", "L5": "mechanics and trade-offs", "L6": "systems and design"}
+BELOW_L4 = "below L4"  # a mock verdict under the L4 floor
 
 
 def new_seed() -> int:
@@ -194,7 +195,8 @@ def summarize(order: Sequence[str], scores: dict[str, float], by_id: dict[str, Q
 
 # ---------------------------------------------------------------------------------------------- mock interview
 VERDICT_RULE = ("**L6** when the rubric points ticked over the whole chain reach 80 % and no step falls under 60 % "
-                "(the deep follow-ups answered too); **L5** when they reach 50 %; **L4** below that.")
+                "(the deep follow-ups answered too); **L5** when they reach 50 %; **L4** when they reach 25 %; "
+                "below 25 % **not yet L4** (the fundamentals first).")
 
 
 @dataclass(frozen=True)
@@ -211,7 +213,8 @@ def mock_verdict(step_scores: Sequence[float]) -> Verdict:
     s = [min(max(float(x), 0.0), 1.0) for x in step_scores]
     mean = sum(s) / len(s)
     eps = 1e-9  # (1 + 0.8 + 0.6) / 3 is 0.7999999999999999 in floating point: 80 % all the same
-    level = "L6" if mean >= 0.8 - eps and min(s) >= 0.6 - eps else "L5" if mean >= 0.5 - eps else "L4"
+    level = ("L6" if mean >= 0.8 - eps and min(s) >= 0.6 - eps else "L5" if mean >= 0.5 - eps else
+             "L4" if mean >= 0.25 - eps else BELOW_L4)
     return Verdict(level, mean, min(range(len(s)), key=s.__getitem__))
 
 
