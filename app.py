@@ -48,34 +48,33 @@ def home():
 
 def start_here():
     """A one-week study path through the pages, drills and quiz, with the learner's progress on it."""
-    from specviz.practice.plan import status
+    from specviz.practice.plan import complete, status
     from ui.learner import current, progress
     from ui.registry import BY_PATH
 
     me = current()
     if me is None:
-        stats, cards, predictions, mocks = {}, 0, 0, 0
+        stats, cards, predictions, mocks = {}, 0, {}, 0
     else:
         p = progress()
         stats, cards = p.drill_stats(me), sum(c["seen"] for c in p.cards(me).values())
-        predictions, mocks = p.prediction_score(me)[1], len(p.mocks(me))
+        predictions, mocks = p.predictions_by_page(me), len(p.mocks(me))
     days = status(stats, cards, predictions, mocks)
-    done = sum(d >= g for _, d, g in days)
+    done = sum(complete(parts) for _, parts in days)
     with st.expander(f"**Start here: a week to interview-ready** · {done} of {len(days)} days done"
                      if me is not None else "**Start here: a week to interview-ready**", expanded=me is None or done < 7):
         if me is None:
             st.caption("Type your name in the sidebar and your progress is kept (drills, quiz boxes, predictions, "
                        "mock interviews) and ticked off here.")
-        for n, (day, got, goal) in enumerate(days, 1):
-            mark = "✅" if me is not None and got >= goal else "▫️"
-            st.markdown(f"{mark} **Day {n} · {day.title}** — {day.practise}"
-                        + (f" *({got}/{goal})*" if me is not None else ""))
-            links = st.columns(len(day.pages) + 1)
-            for col, path in zip(links, day.pages):
+        for n, (day, parts) in enumerate(days, 1):
+            mark = "✅" if me is not None and complete(parts) else "▫️"
+            counts = " · ".join(f"{what} {got}/{goal}" for what, got, goal in parts)
+            st.markdown(f"{mark} **Day {n} · {day.title}** — {day.practise}" + (f" *({counts})*" if me is not None else ""))
+            targets = list(day.pages) + ["pages/10_Practice.py"] * bool(day.drills) + (
+                ["pages/6_Interview_QA.py"] * bool(day.quiz_cards or day.mocks))
+            targets = list(dict.fromkeys(targets))  # each page once
+            for col, path in zip(st.columns(len(targets)), targets):
                 col.page_link(path, label=BY_PATH[path].title, icon=BY_PATH[path].icon)
-            target = "pages/10_Practice.py" if day.drills else "pages/6_Interview_QA.py" if (day.quiz_cards or day.mocks) else None
-            if target:
-                links[-1].page_link(target, label=BY_PATH[target].title, icon=BY_PATH[target].icon)
 
 
 def live_comparison(settings):

@@ -75,7 +75,8 @@ def predictions(cycle, revealed: bool):
     if not revealed:
         if "verify" not in spec_stages(cycle)[: replay.phase + 1]:
             return
-        st.markdown("**Your prediction** · from the verify pass above: which drafts does the target accept? "
+        st.markdown("**Your prediction** · from the verify pass above: which drafts does the target accept? Drafts "
+                    "are judged in order, and the first rejection ends the cycle (later drafts are never judged). "
                     "Then **Step** (→) reveals the verdicts.")
         cols = st.columns(min(cycle.k, 8))
         for i, d in enumerate(cycle.drafts):

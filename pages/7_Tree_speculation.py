@@ -132,10 +132,15 @@ def prediction(cycle):
     deepest = max(n.depth for n in cycle.nodes)
     if replay.phase == 0:
         st.number_input(f"How many drafted tokens does the walk accept? (0 to {deepest}; the draft's confidence q is "
-                        "the opacity, hover for it) — then Step (→)", 0, deepest, key=key, step=1)
-        st.session_state.setdefault("tr_guesses", {})[key] = st.session_state.get(key, 0)
+                        "the opacity, hover for it) — then Step (→)", 0, deepest, value=None, key=key, step=1,
+                        placeholder="your prediction")
+        st.session_state.setdefault("tr_guesses", {})[key] = st.session_state.get(key)
         return
-    guess = st.session_state.get("tr_guesses", {}).get(key, st.session_state.get(key, 0))
+    guess = st.session_state.get("tr_guesses", {}).get(key)
+    guess = st.session_state.get(key) if guess is None else guess
+    if guess is None:  # Step pressed without a prediction: nothing to mark
+        st.caption("No prediction made for this cycle.")
+        return
     right, why = mark_tree(cycle, int(guess))
     done = st.session_state.setdefault("tr_pred_done", {})
     if key not in done:

@@ -5,7 +5,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from specviz.practice.drills import KINDS
-from specviz.practice.plan import WEEK, status
+from specviz.practice.plan import WEEK, complete, status
 from ui.registry import BY_PATH
 
 
@@ -14,12 +14,14 @@ def test_the_week_links_real_pages_and_drills_and_ticks_off():
     for d in WEEK:
         assert all(p in BY_PATH for p in d.pages) and all(k in KINDS for k in d.drills)
         assert d.drills or d.predictions or d.quiz_cards or d.mocks  # every day can be completed
-    empty = status({}, 0, 0, 0)
-    assert all(got == 0 for _, got, _ in empty)
-    full = status({k: (9, 9) for k in KINDS}, 99, 99, 9)
-    assert all(got >= goal for _, got, goal in full)
-    day3 = status({"residual": (5, 2), "accept": (1, 1)}, 0, 0, 0)[2]
-    assert day3[1:] == (3, 3)  # 2 + 1 drills right of the day's kinds
+        assert not d.predictions or d.predict_on in ("speculative", "beam", "tree")  # the pages that record them
+    assert not any(complete(parts) for _, parts in status({}, 0, {}, 0))
+    full = status({k: (9, 9) for k in KINDS}, 99, {"speculative": 99, "beam": 99, "tree": 99}, 9)
+    assert all(complete(parts) for _, parts in full)
+    day3 = status({"residual": (5, 2), "accept": (1, 1)}, 0, {}, 0)[2][1]
+    assert day3 == [("drills right", 3, 3)]  # 2 + 1 drills right of the day's kinds
+    day5 = status({"tree-walk": (2, 2)}, 0, {"tree": 1}, 0)[4][1]
+    assert day5 == [("drills right", 2, 2), ("predictions", 1, 3)] and not complete(day5)
 
 
 def test_home_shows_the_plan_with_the_learners_progress():
@@ -34,5 +36,5 @@ def test_home_shows_the_plan_with_the_learners_progress():
         p.record_drill(me, "kv-gib", seed, True, "1")
     at.run()
     text = " ".join(m.value for m in at.markdown)
-    assert "Day 6 · Serving" in text and "(3/3)" in text
+    assert "Day 6 · Serving" in text and "(drills right 3/3)" in text
     assert "1 of 7 days done" in " ".join(e.label for e in at.expander)

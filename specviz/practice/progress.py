@@ -151,6 +151,13 @@ class Progress:
                                       (learner,)).fetchone()
         return right or 0, total or 0
 
+    def predictions_by_page(self, learner: int) -> dict[str, int]:
+        """Predictions made per step page (each drafted token, beam candidate or tree walk is one)."""
+        with self._db() as db:
+            rows = db.execute("SELECT page, SUM(total) FROM predictions WHERE learner = ? GROUP BY page",
+                              (learner,)).fetchall()
+        return {page: n for page, n in rows}
+
     def record_mock(self, learner: int, mock: str, level: str, score: float) -> None:
         with self._db() as db:
             db.execute("INSERT INTO mocks (learner, mock, level, score, at) VALUES (?, ?, ?, ?, ?)",
