@@ -2,7 +2,7 @@
 import pandas as pd
 import streamlit as st
 
-from ui.common import bounded, chart, encode, get_models, keep, sidebar, slider
+from ui.common import bounded, chart, encode, get_models, kept, sidebar, slider
 
 from specviz.drafters import make_drafter
 from specviz.figures import md_escape
@@ -12,13 +12,6 @@ from specviz.lossless import (detection_power, family_verdict, first_token_distr
 from specviz.measure import first_positions, per_position_tests
 from specviz.sampling import SamplingConfig
 from specviz.verify import residual
-
-
-def kept(key: str, default):
-    """A setting kept across page switches (ui.common.keep): its widget is then created with key= and no value=."""
-    keep(key)
-    st.session_state.setdefault(key, default)
-    return key
 
 
 settings = sidebar()

@@ -2,19 +2,12 @@
 import pandas as pd
 import streamlit as st
 
-from ui.common import chart, get_models, keep, sidebar, slider
+from ui.common import chart, get_models, keep, kept, sidebar, slider
 
 from specviz import batched as BT
 from specviz import serving as S
 from specviz.figures import serving as F
 
-
-
-def kept(key: str, default):
-    """A setting kept across page switches (ui.common.keep): its widget is then created with key= and no value=."""
-    keep(key)
-    st.session_state.setdefault(key, default)
-    return key
 
 
 settings = sidebar()

@@ -73,6 +73,14 @@ def keep(key: str) -> None:
         st.session_state[key] = st.session_state[shadow]
 
 
+def kept(key: str, default):
+    """A setting kept across page switches (keep) with a first value: the widget is then created with key= and no
+    value= (select_slider, radio, toggle, selectbox; sliders and numbers use slider / bounded). Returns the key."""
+    keep(key)
+    st.session_state.setdefault(key, default)
+    return key
+
+
 def _widget(key: str, canonical: str) -> None:
     """Sidebar widgets mirror a canonical key (s_*), which code, tests and links may set: put its value in
     the widget's key before the widget is drawn, on every run (never value=, see keep). Every run, because
