@@ -8,7 +8,7 @@ from specviz.drafters import drafter_choices, make_drafter
 from specviz.figures import speedup as F
 from specviz.figures.breakdown import breakdown_waterfall
 from specviz.measure import speculative_vs_plain, verify_cost_profile
-from specviz.theory import best_k, expected_tokens, speculation_pays, walltime_improvement
+from specviz.theory import best_k, best_k_from_positions, expected_tokens, speculation_pays, walltime_improvement
 
 settings = sidebar()
 bench = load_bench()  # the committed benchmark: its figures are quoted from its JSON, with its date
@@ -152,6 +152,23 @@ if measured:
                    "nothing), then the draft's K steps (÷ (1 + Kc)), then the verify pass at its measured cost v instead "
                    "of one step, then everything the formula leaves out (sampling, Python per step, cache crops, a "
                    "drafter's prefill), measured as what remains. The factors multiply to the measured speedup.")
+    rates = []
+    for x in r["per_position"] or []:  # the positions this run reached
+        if x is None:
+            break
+        rates.append(x)
+    if rates:
+        # v(K): measured per K when the toggle above timed it, else the run's own v scaled linearly in K
+        v_fn = v_of_k if v_of_k else (lambda kk, mv=r["v"], mk_=r["k"]: 1 + (mv - 1) * kk / mk_)
+        kp, gain = best_k_from_positions(rates, r["c"], v_fn)
+        iid = best_k(r["a"], r["c"], v_fn(r["k"]), k_max=len(rates))
+        st.markdown(
+            "**Best K from this run's acceptance by position** (" + " · ".join(
+                f"{i + 1}: {x:.0%}" for i, x in enumerate(rates)) + f"), c = {r['c']:.3f} and v(K) "
+            + ("measured per K above" if v_of_k else f"scaled from the run's v = {r['v']:.2f}") + ": "
+            + (f"**K = {kp}** (estimated {gain:.2f}×)" if kp else "**don't speculate**")
+            + f"; one mean a = {r['a']:.2f} with i.i.d. acceptance would say K = {iid or 'none'}. Only the positions "
+              f"this run reached (K ≤ {len(rates)}) are known: rerun at a larger K to see further.")
     h1, h2 = st.columns(2)
     if r["per_position"]:
         chart(container=h1, fig=F.position_histogram(r["per_position"], r["reached"]), key="sl_pos")

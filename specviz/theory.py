@@ -58,3 +58,24 @@ def speedup_breakdown(tokens_per_pass: float, measured: float, k: int | None = N
     factors.append(("everything else: sampling, Python, cache crops, prefill (measured ÷ predicted)",
                     measured / predicted))
     return factors
+
+
+def tokens_from_positions(rates, k: int) -> float:
+    """Expected tokens per verify pass at K from MEASURED per-position acceptance (rates[i] = P(draft i + 1 accepted
+    | reached)), not one a: 1 + r1 + r1·r2 + … + r1···rK. Equals expected_tokens(a, K) when every rate is a."""
+    total, reach = 1.0, 1.0
+    for r in list(rates)[:k]:
+        reach *= r
+        total += reach
+    return total
+
+
+def best_k_from_positions(rates, c: float, v_of_k, k_max: int | None = None) -> tuple[int, float]:
+    """The K (1..k_max, at most the positions measured) maximising tokens_from_positions / (K·c + v(K)), with v(K)
+    the measured cost of a K + 1-token verify pass; (DONT_SPECULATE, 1.0) when none beats plain decoding."""
+    ks = range(1, min(len(rates), k_max or len(rates)) + 1)
+    gains = {k: tokens_from_positions(rates, k) / (k * c + v_of_k(k)) for k in ks}
+    if not gains:
+        return DONT_SPECULATE, 1.0
+    k = max(gains, key=gains.get)
+    return (k, gains[k]) if gains[k] > 1.0 else (DONT_SPECULATE, 1.0)

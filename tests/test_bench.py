@@ -82,3 +82,16 @@ def test_a_measured_run_carries_its_breakdown(models):
     assert parts[0][1] == res["mean_acceptance_length"] and len(parts) == 4
     assert parts[1][1] == pytest.approx(1 / (1 + 4 * res["c"])) and parts[2][1] == pytest.approx(
         (1 + 4 * res["c"]) / (4 * res["c"] + res["v"]))
+
+
+@pytest.mark.fast
+def test_best_k_from_measured_positions():
+    from specviz.theory import best_k_from_positions, expected_tokens, tokens_from_positions
+
+    assert tokens_from_positions([0.7] * 6, 4) == pytest.approx(expected_tokens(0.7, 4))  # i.i.d. as a special case
+    assert tokens_from_positions([0.9, 0.5, 0.2], 3) == pytest.approx(1 + 0.9 + 0.45 + 0.09)
+    # falling acceptance by position: a shorter K than one mean a suggests
+    rates = [0.9, 0.6, 0.3, 0.1]
+    k, gain = best_k_from_positions(rates, 0.05, lambda k: 1.0)
+    assert k == 3 and gain == pytest.approx(tokens_from_positions(rates, 3) / (3 * 0.05 + 1))
+    assert best_k_from_positions([0.05, 0.05], 0.2, lambda k: 1.0)[0] == 0  # nothing pays: don't speculate

@@ -244,6 +244,7 @@ def test_speedup_lab_measures_a_real_run(app):
     water = next(json.loads(e.proto.spec) for e in at.get("plotly_chart") if e.proto.id.endswith("-sl_breakdown"))
     bars = water["data"][0]  # issue 38: where the speedup goes, ending at the measured speedup
     speedup = summary.split("→ **")[1].split("×")[0]
+    assert any(m.value.startswith("**Best K from this run's acceptance by position**") for m in at.markdown)
     assert bars["measure"][-1] == "total" and bars["text"][-1] == f"{speedup}×" and speedup in water["layout"]["title"]["text"]
     assert any("measured" in a.get("text", "") and "(a = " in a.get("text", "")
                for a in improve["layout"]["annotations"])  # label beside, not on, the point, with its own a and c
