@@ -460,6 +460,8 @@ def test_the_controls_stay_in_reach_on_a_laptop_screen(server, browser):
     box = page.get_by_role("button", name="Step ▶").first.bounding_box()
     assert box and 0 <= box["y"] and box["y"] + box["height"] <= 720, box
     assert page.get_by_text("KV caches").first.bounding_box()["y"] < 720  # and the result is what is on screen
+    row = page.evaluate("() => document.querySelector('[class*=spec_controls]').getBoundingClientRect().height")
+    assert row < 60, row  # one row of buttons: two rows (107 px), sticky, covered the metrics
     click(page, "Step ▶")  # usable where it is
     page.close()
 

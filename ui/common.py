@@ -163,7 +163,11 @@ STALE_CSS = ("<style>[data-stale=true] { transition: opacity 0s linear 0.5s !imp
              # app's header, on the page's own background
              "div:has(> div[class*='st-key-'][class*='_controls']) {"
              " position: sticky; top: 3.75rem; z-index: 50; background: var(--st-background-color, #fff);"
-             " padding: 0.35rem 0; }</style>")
+             " padding: 0.35rem 0; }"
+             # compact buttons in that row: at 1280 px it wrapped to two rows and, sticky, covered the metrics
+             "div[class*='st-key-'][class*='_controls'] { gap: 0.4rem !important; }"
+             "div[class*='st-key-'][class*='_controls'] button { padding: 0.2rem 0.55rem; min-height: 2.2rem; }"
+             "</style>")
 
 
 def sidebar() -> Settings:
