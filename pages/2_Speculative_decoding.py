@@ -9,6 +9,9 @@ from ui.common import (ON_OFF, bounded, chart, controls, figure, encode, get_mod
 from specviz.drafters import ALIASES, LABELS, drafter_choices, make_drafter
 from specviz.figures import spec_cycle as F
 from specviz.figures import speedup as S
+from specviz.errors import SpecVizError
+from specviz.figures import md_escape
+from specviz.lesson import speculative_lesson
 from specviz.metrics import spec_phases, spec_stages, spec_summary
 from specviz.practice.predict import mark_cycle, score
 from specviz.sampling import SamplingConfig
@@ -208,6 +211,24 @@ def view():
 
 view()
 play_speed("spec")
+with st.expander("Export this run as a lesson: one HTML file that steps offline, no Python needed"):
+    st.caption("The whole run with every chart of this page, the prompt and settings, and the same Step / Back / Play "
+               "keys, in one file (about 2 MB for 64 tokens) that opens in any browser without a network. "
+               "`python -m specviz export --prompt … --out lesson.html` makes the same from the command line.")
+    if st.button("Prepare the lesson", key="sp_export"):
+        with st.spinner("Recording the whole run…"):
+            try:
+                replay.recording.fetch_until(10_000)
+                st.session_state["sp_lesson"] = (params, speculative_lesson(
+                    list(replay.events), models.tokenizer, ids, settings.prompt,
+                    dict(drafter=kind, K=k, verification=mode, max_new_tokens=max_new, dynamic_K=dynamic,
+                         **(dict(temperature=temperature, top_p=top_p, seed=int(seed)) if sampling else {}))))
+            except SpecVizError as e:
+                st.error(md_escape(str(e)))
+    saved = st.session_state.get("sp_lesson")
+    if saved and saved[0] == params:
+        st.download_button(f"Download lesson.html ({len(saved[1].encode()) / 1e6:.1f} MB)", saved[1],
+                           file_name="specviz_lesson.html", mime="text/html", key="sp_lesson_dl", on_click="ignore")
 # Outside the cycle's fragment: drawn when the page opens (the browser loads its chart library while the learner
 # reads, not on the first click) and never again while stepping (a Step reruns only the fragment)
 st.markdown(f"**What K = {k} buys.** If each drafted token is accepted with probability $a$, independently, a verify "

@@ -68,6 +68,16 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--draft", default=None, help="Hugging Face id or local folder of a draft model")
     d.add_argument("--device", default=None, help="cpu, cuda or auto (default)")
     d.add_argument("--json", action="store_true", help="print one JSON object")
+    e = sub.add_parser("export", help="a recorded speculative run as ONE self-contained HTML lesson (offline)")
+    e.add_argument("--method", choices=["speculative"], default="speculative")
+    e.add_argument("--prompt", required=True)
+    e.add_argument("--chat", action="store_true", help="wrap the prompt in the tokenizer's chat template")
+    e.add_argument("--max-new-tokens", type=int, default=48)
+    e.add_argument("--k", type=int, default=4)
+    e.add_argument("--drafter", choices=["feature", "token", "ngram", "early-exit"], default=None)
+    e.add_argument("--temperature", type=float, default=0.0, help="0 = greedy verification")
+    e.add_argument("--seed", type=int, default=0)
+    e.add_argument("--out", required=True, help="the .html file to write")
     r = sub.add_parser("drill", help="an exercise with an exact answer (formulas, or the embedded model's own numbers)")
     r.add_argument("--list", action="store_true", help="list the drill kinds")
     r.add_argument("--kind", default=None, help="the drill kind (see --list)")
@@ -75,6 +85,33 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--answer", default=None, help="grade this answer instead of printing the solution")
     r.add_argument("--json", action="store_true", help="print one JSON object")
     return ap
+
+
+def export(a) -> int:
+    """python -m specviz export: record a speculative run and write it as one self-contained HTML lesson."""
+    from .drafters import drafter_choices, make_drafter
+    from .lesson import speculative_lesson
+    from .models import load_models
+    from .prompting import context_size, encode_prompt
+    from .sampling import SamplingConfig
+    from .speculative import speculative_steps
+
+    check_text(a.prompt)
+    if not 1 <= a.max_new_tokens <= 512 or not 1 <= a.k <= 16:
+        raise SpecVizError(f"--max-new-tokens must be 1..512 and --k 1..16; got {a.max_new_tokens}, {a.k}.")
+    cfg = SamplingConfig(a.temperature, 0, 1.0, a.seed).validate()
+    models = load_models()
+    ids = encode_prompt(models.tokenizer, a.prompt, a.chat, context_size(models.target), a.max_new_tokens)
+    kind = a.drafter or next(iter(drafter_choices(models).values()))
+    cycles = list(speculative_steps(models.target, make_drafter(kind, models), models.tokenizer, ids,
+                                    a.max_new_tokens, a.k, cfg, False, k_max=16))
+    page = speculative_lesson(cycles, models.tokenizer, ids, a.prompt, dict(
+        drafter=kind, K=a.k, verification="greedy" if not a.temperature else f"sampling T={a.temperature}",
+        max_new_tokens=a.max_new_tokens, seed=a.seed))
+    with open(a.out, "w", encoding="utf-8") as f:
+        f.write(page)
+    print(f"wrote {a.out}: {len(page.encode()) / 1e6:.2f} MB, {len(cycles)} cycles", file=sys.stderr)
+    return 0
 
 
 def drill(a) -> int:
@@ -196,6 +233,8 @@ def main(argv=None) -> int:
     try:
         if a.command == "drill":
             return drill(a)
+        if a.command == "export":
+            return export(a)
         out = decode(a)
     except SpecVizError as e:
         print(f"error: {e}", file=sys.stderr)
