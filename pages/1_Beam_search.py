@@ -3,7 +3,7 @@ import streamlit as st
 
 from ui.common import (chart, controls, figure, encode, get_models, get_replay, keep, link, play_interval, play_speed,
                        play_tick, sidebar, slider)
-from ui.learner import current, progress
+from ui.learner import count_prediction
 
 from specviz.beam import beam_steps
 from specviz.compare import beam_vs_greedy, length_penalty_note
@@ -50,13 +50,7 @@ def prediction(step):
         return
     chosen = set(st.session_state.get("bm_guesses", {}).get(key, []))
     right, lines = mark_beam(cands, chosen, B)
-    done = st.session_state.setdefault("bm_pred_done", {})
-    if key not in done:
-        done[key] = (right, len(cands))
-        me = current()
-        if me is not None:
-            progress().record_prediction(me, "beam", right, len(cands))
-    total = [sum(x) for x in zip(*done.values())]
+    total = count_prediction("beam", key, right, len(cands))
     with st.container(border=True):
         st.markdown(f"**Your prediction: {right} of {len(cands)} candidates right** (this session: {total[0]} of "
                     f"{total[1]})  \n" + "  \n".join(md_escape(line) for line in lines))

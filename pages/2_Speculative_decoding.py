@@ -2,7 +2,7 @@
 bonus, cache rollback."""
 import streamlit as st
 
-from ui.learner import current, progress
+from ui.learner import count_prediction
 from ui.common import (ON_OFF, bounded, chart, controls, figure, encode, get_models, get_replay, keep, link, linked,
                        play_interval, play_speed, play_tick, sidebar, slider)
 
@@ -94,13 +94,7 @@ def predictions(cycle, revealed: bool):
         i: st.session_state[k] == "accept" for i, k in keys.items() if st.session_state.get(k)}
     marked = mark_cycle(cycle, guesses)
     right, graded = score(marked)
-    done = st.session_state.setdefault("sp_pred_done", {})
-    if graded and (id(replay), cycle.cycle) not in done:  # counted once per cycle, however often it is shown
-        done[(id(replay), cycle.cycle)] = (right, graded)
-        me = current()
-        if me is not None:
-            progress().record_prediction(me, "speculative", right, graded)
-    total = [sum(x) for x in zip(*done.values())] if done else [0, 0]
+    total = count_prediction("speculative", (id(replay), cycle.cycle), right, graded)
     lines = []
     for m in marked:
         if m.right is None:

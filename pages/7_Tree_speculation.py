@@ -7,7 +7,7 @@ import streamlit as st
 
 from ui.common import (ON_OFF, chart, controls, encode, figure, get_models, get_replay, keep, link, linked,
                        play_interval, play_speed, play_tick, sidebar, slider)
-from ui.learner import current, progress
+from ui.learner import count_prediction
 
 from specviz.drafters import make_drafter
 from specviz.drafters.medusa import MedusaDrafter
@@ -142,15 +142,10 @@ def prediction(cycle):
         st.caption("No prediction made for this cycle.")
         return
     right, why = mark_tree(cycle, int(guess))
-    done = st.session_state.setdefault("tr_pred_done", {})
-    if key not in done:
-        done[key] = int(right)
-        me = current()
-        if me is not None:
-            progress().record_prediction(me, "tree", int(right), 1)
+    total = count_prediction("tree", key, int(right), 1)
     with st.container(border=True):
         st.markdown(f"**Your prediction: {int(guess)} — {'✓ right' if right else '✗ not right'}** (this session: "
-                    f"{sum(done.values())} of {len(done)})  \n" + md_escape(why))
+                    f"{total[0]} of {total[1]})  \n" + md_escape(why))
 
 
 @st.fragment(run_every=play_interval("tree"))

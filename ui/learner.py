@@ -40,3 +40,15 @@ def current() -> int | None:
     except SpecVizError as e:
         st.sidebar.warning(md_escape(str(e)))
         return None
+
+
+def count_prediction(page: str, key, right: int, total: int) -> tuple[int, int]:
+    """A revealed prediction on a step page, counted once however often its screen is shown (Back, replays): kept
+    for the session and recorded under the learner's name. Returns the session's (right, total) on that page."""
+    done = st.session_state.setdefault(f"pred_done_{page}", {})
+    if key not in done and total:
+        done[key] = (right, total)
+        me = current()
+        if me is not None:
+            progress().record_prediction(me, page, right, total)
+    return sum(r for r, _ in done.values()), sum(t for _, t in done.values())
