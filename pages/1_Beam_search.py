@@ -5,13 +5,13 @@ from ui.common import (chart, controls, figure, encode, get_models, get_replay, 
                        play_tick, sidebar, slider)
 from ui.learner import count_prediction
 
-from specviz.beam import beam_steps
-from specviz.compare import beam_vs_greedy, length_penalty_note
+from specviz.engine.beam import beam_steps
+from specviz.labs.compare import beam_vs_greedy, length_penalty_note
 from specviz.figures.beam_tree import beam_tree, by_beam, final_ranking, readable, shown_candidates
 from specviz.figures import label_plain, md_escape
 from specviz.practice.predict import mark_beam
-from specviz.plain import plain_steps
-from specviz.step import run_steps
+from specviz.engine.plain import plain_steps
+from specviz.engine.step import run_steps
 
 settings = sidebar()
 st.title("Beam search")

@@ -15,8 +15,8 @@ from specviz.lesson import speculative_lesson
 from specviz.metrics import spec_phases, spec_stages, spec_summary
 from specviz.practice.predict import mark_cycle, score
 from specviz.sampling import SamplingConfig
-from specviz.speculative import speculative_steps
-from specviz.step import output_pieces, token_text
+from specviz.engine.speculative import speculative_steps
+from specviz.engine.step import output_pieces, token_text
 
 settings = sidebar()
 st.title("Speculative decoding")

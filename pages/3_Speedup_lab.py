@@ -3,11 +3,11 @@ import streamlit as st
 
 from ui.common import chart, encode, get_models, keep, sidebar, slider
 
-from specviz.compare import estimate_note, load_bench, packing_note
+from specviz.labs.compare import estimate_note, load_bench, packing_note
 from specviz.drafters import drafter_choices, make_drafter
 from specviz.figures import speedup as F
 from specviz.figures.breakdown import breakdown_waterfall
-from specviz.measure import speculative_vs_plain, verify_cost_profile
+from specviz.labs.measure import speculative_vs_plain, verify_cost_profile
 from specviz.theory import best_k, best_k_from_positions, expected_tokens, speculation_pays, walltime_improvement
 
 settings = sidebar()

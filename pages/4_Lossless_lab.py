@@ -7,9 +7,9 @@ from ui.common import bounded, chart, encode, get_models, kept, sidebar, slider
 from specviz.drafters import make_drafter
 from specviz.figures import md_escape
 from specviz.figures import lossless as F
-from specviz.lossless import (detection_power, family_verdict, first_token_distributions, output_distribution, simulate,
+from specviz.labs.lossless import (detection_power, family_verdict, first_token_distributions, output_distribution, simulate,
                                table_problem)
-from specviz.measure import first_positions, per_position_tests
+from specviz.labs.measure import first_positions, per_position_tests
 from specviz.sampling import SamplingConfig
 from specviz.verify import residual
 

@@ -6,9 +6,9 @@ from ui.common import chart, encode, get_models, sidebar, slider
 
 from specviz.drafters import drafter_choices, make_drafter
 from specviz.figures.drafters import speedup_bars, stage_bars, suffix_bars
-from specviz.measure import compare_drafters
-from specviz.repeated import run as repeated_run
-from specviz.stages import staged_breakdown, staged_cell, staged_verdict
+from specviz.labs.measure import compare_drafters
+from specviz.labs.repeated import run as repeated_run
+from specviz.labs.stages import staged_breakdown, staged_cell, staged_verdict
 
 settings = sidebar()
 st.title("Drafter comparison")
@@ -73,7 +73,7 @@ st.header("Beyond one draft model")
 st.subheader("Suffix decoding on repeated requests")
 st.caption("Agents send the same kind of request again and again. Suffix decoding drafts from a suffix index over "
            "every earlier request's prompt and output; n-gram prompt lookup sees only the current request. Five "
-           "similar coding requests (`specviz/repeated.py`), each after the first decoded with both, greedy.")
+           "similar coding requests (`specviz/labs/repeated.py`), each after the first decoded with both, greedy.")
 if st.button("Run the repeated-request scenario", key="dc_suffix_run", help="Decodes the five requests with plain greedy, n-gram lookup and suffix decoding, 48 new tokens each: one "
              "of the longer runs on this page."):
     with st.status("Decoding 5 requests with plain greedy, n-gram lookup and suffix decoding…", expanded=False):

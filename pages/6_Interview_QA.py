@@ -11,7 +11,7 @@ from ui.registry import BY_PATH
 
 from specviz.figures import md_escape
 from specviz.practice import quiz as Q
-from specviz.qa import LEVELS, bank, quiz_items
+from specviz.qa.bank import LEVELS, bank, quiz_items
 
 sidebar()
 st.title("Interview Q&A")

@@ -16,13 +16,13 @@ from specviz.figures import md_escape
 from specviz.figures.tree import (break_even_figure, chain_vs_tree_figure, fit_figure, mask_figure, tree_figure,
                                   verify_cost_figure)
 from specviz.sampling import SamplingConfig
-from specviz.step import token_text
-from specviz.tree import tree_speculative_steps
-from specviz.tree_compare import (break_even, chain_vs_tree, comparison, finding, tree_benchmark, tree_faster,
+from specviz.engine.step import token_text
+from specviz.engine.tree import tree_speculative_steps
+from specviz.labs.tree_compare import (break_even, chain_vs_tree, comparison, finding, tree_benchmark, tree_faster,
                                   verify_cost_curve)
 from specviz.medusa_choices import MAX_CHARS, parse_choices
 from specviz.practice.predict import mark_tree
-from specviz.tree_lossless import (bin_names, expected_pairs, first_token_fit, fit_verdict, goodness_of_fit,
+from specviz.labs.tree_lossless import (bin_names, expected_pairs, first_token_fit, fit_verdict, goodness_of_fit,
                                    load_typical_tv, real_tables, sample_pairs, typical_verifier)
 
 settings = sidebar()

@@ -4,8 +4,8 @@ import streamlit as st
 
 from ui.common import chart, get_models, keep, kept, sidebar, slider
 
-from specviz import batched as BT
-from specviz import serving as S
+from specviz.labs import batched as BT
+from specviz.labs import serving as S
 from specviz.figures import serving as F
 
 
@@ -144,7 +144,7 @@ else:
 if measured:
     st.markdown("**Measured: a real batched speculative greedy run** " + (
         "(run just now in this session)" if measured_here else
-        f"(committed in docs/, `{measured.get('command', 'python -m specviz.batched')}`; "
+        f"(committed in docs/, `{measured.get('command', 'python -m specviz.labs.batched')}`; "
         f"{measured.get('machine', 'this machine')}; press the button to measure again here)") + ". "
         f"K = {measured['k']}, {measured['max_new_tokens']} new tokens per sequence, the token draft. Every sequence is "
         "checked token for token against batched greedy.")

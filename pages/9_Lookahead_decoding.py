@@ -7,7 +7,7 @@ from ui.common import (chart, controls, encode, figure, get_models, get_replay, 
 
 from specviz.figures import label_plain, md_escape
 from specviz.figures.lookahead import candidates_figure, jacobi_figure, mask_figure, progress_figure, window_figure
-from specviz.lookahead import jacobi_steps, lookahead_steps
+from specviz.engine.lookahead import jacobi_steps, lookahead_steps
 
 settings = sidebar()
 st.title("Lookahead decoding")

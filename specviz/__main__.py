@@ -5,9 +5,9 @@ import argparse
 import json
 import sys
 
-from .errors import SpecVizError
-from .medusa_choices import parse_choices
-from .prompting import check_text
+from specviz.errors import SpecVizError
+from specviz.medusa_choices import parse_choices
+from specviz.prompting import check_text
 
 MAX_HEADS = 64  # the syntax check before the model loads; the heads' own count is checked after
 
@@ -89,12 +89,12 @@ def _parser() -> argparse.ArgumentParser:
 
 def export(a) -> int:
     """python -m specviz export: record a speculative run and write it as one self-contained HTML lesson."""
-    from .drafters import drafter_choices, make_drafter
-    from .lesson import speculative_lesson
-    from .models import load_models
-    from .prompting import context_size, encode_prompt
-    from .sampling import SamplingConfig
-    from .speculative import speculative_steps
+    from specviz.drafters import drafter_choices, make_drafter
+    from specviz.lesson import speculative_lesson
+    from specviz.models import load_models
+    from specviz.prompting import context_size, encode_prompt
+    from specviz.sampling import SamplingConfig
+    from specviz.engine.speculative import speculative_steps
 
     check_text(a.prompt)
     if not 1 <= a.max_new_tokens <= 512 or not 1 <= a.k <= 16:
@@ -116,7 +116,7 @@ def export(a) -> int:
 
 def drill(a) -> int:
     """python -m specviz drill: --list, or one drill as {kind, question, given, answer, tolerance, solution}."""
-    from .practice.drills import KINDS, grade, make
+    from specviz.practice.drills import KINDS, grade, make
 
     if a.list:
         kinds = [dict(kind=k.name, title=k.title, live=k.live, page=k.page) for k in KINDS.values()]
@@ -127,7 +127,7 @@ def drill(a) -> int:
         raise SpecVizError("drill needs --kind KIND (see --list) or --list.")
     models = None
     if a.kind in KINDS and KINDS[a.kind].live:
-        from .models import load_models
+        from specviz.models import load_models
         models = load_models()
     d = make(a.kind, a.seed, models)
     if a.answer is not None:
@@ -168,17 +168,17 @@ def _check(a) -> None:
 
 def decode(a) -> dict:
     # imported here, not at the top: `--help` and bad input answer before torch and transformers load
-    from .beam import beam_steps
-    from .drafters import drafter_choices, make_drafter
-    from .drafters.medusa import MedusaDrafter
-    from .lookahead import lookahead_steps
-    from .plain import plain_steps
-    from .models import load_models, load_target
-    from .prompting import context_size, encode_prompt
-    from .sampling import SamplingConfig
-    from .speculative import speculative_steps
-    from .step import run_steps
-    from .tree import tree_speculative_steps
+    from specviz.engine.beam import beam_steps
+    from specviz.drafters import drafter_choices, make_drafter
+    from specviz.drafters.medusa import MedusaDrafter
+    from specviz.engine.lookahead import lookahead_steps
+    from specviz.engine.plain import plain_steps
+    from specviz.models import load_models, load_target
+    from specviz.prompting import context_size, encode_prompt
+    from specviz.sampling import SamplingConfig
+    from specviz.engine.speculative import speculative_steps
+    from specviz.engine.step import run_steps
+    from specviz.engine.tree import tree_speculative_steps
 
     _check(a)
     temperature = a.temperature if a.temperature is not None else (1.0 if a.method == "sample" else 0.0)

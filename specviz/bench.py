@@ -21,19 +21,19 @@ from dataclasses import dataclass
 
 import torch
 
-from .drafters import Eagle2Drafter, FeatureDrafter, MedusaDrafter, ModelDrafter, NgramDrafter, StagedDrafter, SuffixDrafter
-from .errors import SpecVizError
-from .lookahead import lookahead_steps
-from .plain import plain_steps
-from .measure import forward_ms, timed_rounds
-from .models import load_models
-from .packed import PackedLinear
-from .prompting import prompt_ids
-from .sampling import SamplingConfig
-from .speculative import speculative_steps
-from .step import run_steps
-from .theory import expected_tokens, speedup_breakdown, walltime_improvement
-from .tree import tree_speculative_steps
+from specviz.drafters import Eagle2Drafter, FeatureDrafter, MedusaDrafter, ModelDrafter, NgramDrafter, StagedDrafter, SuffixDrafter
+from specviz.errors import SpecVizError
+from specviz.engine.lookahead import lookahead_steps
+from specviz.engine.plain import plain_steps
+from specviz.labs.measure import forward_ms, timed_rounds
+from specviz.models import load_models
+from specviz.packed import PackedLinear
+from specviz.prompting import prompt_ids
+from specviz.sampling import SamplingConfig
+from specviz.engine.speculative import speculative_steps
+from specviz.engine.step import run_steps
+from specviz.theory import expected_tokens, speedup_breakdown, walltime_improvement
+from specviz.engine.tree import tree_speculative_steps
 
 
 PROMPTS = pathlib.Path(__file__).with_name("bench_prompts.json")
@@ -54,7 +54,7 @@ class Config:
     sampling: bool = False  # T = 1 instead of greedy
     hf: str | None = None  # transformers' peer of a drafter: "assisted" | "prompt-lookup"
     unpacked: bool = False  # the same models with plain nn.Linear layers
-    tree: str | None = None  # "eagle2" / "medusa": a token tree verified in one pass (specviz/tree.py)
+    tree: str | None = None  # "eagle2" / "medusa": a token tree verified in one pass (specviz/engine/tree.py)
     tree_budget: int = 16  # nodes per tree
     tree_depth: int = 5  # deepest drafted position
 

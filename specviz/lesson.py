@@ -16,9 +16,9 @@ import re
 import plotly
 from plotly.utils import PlotlyJSONEncoder
 
-from .figures import spec_cycle as F
-from .metrics import spec_stages, spec_summary
-from .step import output_pieces, token_text
+from specviz.figures import spec_cycle as F
+from specviz.metrics import spec_stages, spec_summary
+from specviz.engine.step import output_pieces, token_text
 
 PLOTLY_JS = pathlib.Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 

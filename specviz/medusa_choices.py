@@ -10,7 +10,7 @@ ast.literal_eval, whose parser recurses once per nested operator ('-' * 5000 + '
 '-' * 100000 ran out of memory) and builds whatever Python value it is given."""
 from __future__ import annotations
 
-from .errors import SpecVizError
+from specviz.errors import SpecVizError
 
 MAX_CHARS = 4000  # 64 paths of four 1-digit indices written "(0, 0, 0, 0), " take ~900: room for spaces
 MAX_DIGITS = 4  # an index is a rank among a head's top-k (k <= 10 here): longer numbers are refused unread

@@ -1,7 +1,7 @@
 """Running figures over a speculative trace, for the page's counters (the page holds no math)."""
 from __future__ import annotations
 
-from .trace import Counters
+from specviz.trace import Counters
 
 
 def spec_summary(cycles) -> dict:

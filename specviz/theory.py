@@ -79,3 +79,14 @@ def best_k_from_positions(rates, c: float, v_of_k, k_max: int | None = None) -> 
         return DONT_SPECULATE, 1.0
     k = max(gains, key=gains.get)
     return (k, gains[k]) if gains[k] > 1.0 else (DONT_SPECULATE, 1.0)
+
+
+def acceptance_from_tokens_per_pass(tau: float, k: int) -> float:
+    """The i.i.d. acceptance rate a whose expected tokens per pass (1 - a^(K+1)) / (1 - a) equals the
+    measured mean tau: the a the speedup formula must be given to predict this run (bisection)."""
+    tau = min(max(tau, 1.0), k + 1.0)
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if expected_tokens(mid, k) < tau else (lo, mid)
+    return (lo + hi) / 2

@@ -219,7 +219,7 @@ class Result:
         }
 
 
-# ---------------------------------------------------------------- tree speculation (specviz/tree.py)
+# ---------------------------------------------------------------- tree speculation (specviz/engine/tree.py)
 @dataclass(frozen=True)
 class TreeNode:
     index: int  # its row in the flattened tree (parents come first)
@@ -273,7 +273,7 @@ class TreeCycle:
         return len(self.nodes)
 
 
-# ---------------------------------------------------------------- lookahead decoding (specviz/lookahead.py)
+# ---------------------------------------------------------------- lookahead decoding (specviz/engine/lookahead.py)
 @dataclass(frozen=True)
 class LookaheadStep:
     step: int

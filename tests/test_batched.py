@@ -1,13 +1,14 @@
-"""Batched greedy and batched speculative greedy (specviz/batched.py): every sequence of a batch comes out
+"""Batched greedy and batched speculative greedy (specviz/engine/batched.py, specviz/labs/batched.py): every sequence of a batch comes out
 token-identical to plain greedy of its prompt alone, to transformers' batched generate() on the same
 padded batch, and speculation (ragged acceptance, holes in the caches) changes nothing."""
 import pytest
 import torch
 
-from specviz import batched as BT
-from specviz.plain import plain_steps
-from specviz.step import eos_ids, run_steps
-from specviz.theory import expected_tokens
+from specviz.engine import batched as BT
+from specviz.labs import batched as LB
+from specviz.engine.plain import plain_steps
+from specviz.engine.step import eos_ids, run_steps
+from specviz.theory import acceptance_from_tokens_per_pass, expected_tokens
 
 from conftest import chat
 
@@ -31,8 +32,8 @@ def tiny_draft(target):
 def test_prefix_mask_and_acceptance_inversion():
     assert BT.prefix_mask([0, 2, 3], 3).tolist() == [[False] * 3, [True, True, False], [True] * 3]
     for a in (0.0, 0.3, 0.55, 0.9):
-        assert BT.acceptance_from_tokens_per_pass(expected_tokens(a, 4), 4) == pytest.approx(a, abs=1e-6)
-    assert BT.acceptance_from_tokens_per_pass(5.0, 4) == pytest.approx(1.0, abs=1e-6)
+        assert acceptance_from_tokens_per_pass(expected_tokens(a, 4), 4) == pytest.approx(a, abs=1e-6)
+    assert acceptance_from_tokens_per_pass(5.0, 4) == pytest.approx(1.0, abs=1e-6)
 
 
 def test_holes_in_the_cache_equal_a_fresh_prefill(tiny_llama):
@@ -70,7 +71,7 @@ def test_tiny_models_batched_speculative_equals_batched_greedy_and_plain(tiny_ll
 def test_batched_greedy_equals_plain_greedy_per_sequence(models):
     target, tok = models.target, models.tokenizer
     for b, n in ((1, 32), (4, 32), (16, 16)):
-        prompts = BT.batch_prompts(tok, b)
+        prompts = LB.batch_prompts(tok, b)
         assert len({len(p) for p in prompts}) > 1 or b == 1  # left padding really happens
         got = BT.batched_greedy(target, tok, prompts, n)
         assert got.outputs == [plain(target, tok, p, n) for p in prompts], b
@@ -79,7 +80,7 @@ def test_batched_greedy_equals_plain_greedy_per_sequence(models):
 
 def test_batched_greedy_equals_hf_generate_on_the_same_padded_batch(models):
     target, tok = models.target, models.tokenizer
-    prompts = BT.batch_prompts(tok, 4)
+    prompts = LB.batch_prompts(tok, 4)
     width = max(map(len, prompts))
     pad = BT.pad_id(tok)
     ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts])
@@ -98,7 +99,7 @@ def test_batched_greedy_equals_hf_generate_on_the_same_padded_batch(models):
 @pytest.mark.parametrize("b,k,n", [(1, 2, 32), (4, 3, 32), (16, 4, 20)])
 def test_batched_speculative_equals_batched_greedy(models, b, k, n):
     target, tok = models.target, models.tokenizer
-    prompts = BT.batch_prompts(tok, b)
+    prompts = LB.batch_prompts(tok, b)
     g = BT.batched_greedy(target, tok, prompts, n)
     s = BT.batched_speculative(target, models.draft, tok, prompts, n, k)
     assert s.outputs == g.outputs

@@ -71,7 +71,7 @@ def test_the_breakdown_multiplies_to_the_measured_speedup():
 def test_a_measured_run_carries_its_breakdown(models):
     """The Speedup lab's measured run: its breakdown multiplies to its measured speedup, from the same run."""
     from specviz.drafters import make_drafter
-    from specviz.measure import speculative_vs_plain
+    from specviz.labs.measure import speculative_vs_plain
     from specviz.prompting import prompt_ids
 
     ids = prompt_ids(models.tokenizer, "Write a Python function that returns the sum of a list.")

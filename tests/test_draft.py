@@ -12,8 +12,8 @@ from conftest import chat
 from specviz.drafters import ModelDrafter, early_exit_model
 from specviz.drafters.build import load_token_draft
 from specviz.models import SHIPPED_DRAFT
-from specviz.speculative import speculative_steps
-from specviz.step import run_steps
+from specviz.engine.speculative import speculative_steps
+from specviz.engine.step import run_steps
 from specviz.training.data import held_out_prompts
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -3,12 +3,12 @@ import pytest
 import torch
 
 from conftest import chat
-from specviz.beam import beam_steps
+from specviz.engine.beam import beam_steps
 from specviz.drafters import ModelDrafter, NgramDrafter, early_exit_model
-from specviz.plain import plain_steps
+from specviz.engine.plain import plain_steps
 from specviz.sampling import SamplingConfig
-from specviz.speculative import speculative_steps
-from specviz.step import run_steps
+from specviz.engine.speculative import speculative_steps
+from specviz.engine.step import run_steps
 
 PROMPTS = ["Explain beam search", "Write a Python function that reverses a list.", "Name three primary colors."]
 N = 24
@@ -128,7 +128,7 @@ def test_beam_finishes_on_eos_like_transformers(tiny_llama):
 
 
 def test_beam_candidate_count_matches_transformers():
-    from specviz.beam import candidates_per_step
+    from specviz.engine.beam import candidates_per_step
     assert [candidates_per_step(4, n) for n in (0, 1, 2, 3)] == [8, 8, 12, 16]  # max(2, 1 + #EOS) * B
 
 

@@ -15,11 +15,11 @@ from specviz.drafters import FeatureDrafter, make_drafter
 from specviz.drafters.build import load_token_draft
 from specviz.drafters.feature import is_feature_draft, shifted
 from specviz.drafters.feature import load as load_feature_draft
-from specviz.measure import forward_ms
+from specviz.labs.measure import forward_ms
 from specviz.models import SHIPPED_FEATURE_DRAFT
 from specviz.sampling import SamplingConfig
-from specviz.speculative import speculative_steps
-from specviz.step import run_steps
+from specviz.engine.speculative import speculative_steps
+from specviz.engine.step import run_steps
 from specviz.training import feature
 from specviz.training.data import held_out_prompts
 from specviz.training.export import export
@@ -209,7 +209,7 @@ def test_feature_cache_grows_with_the_data_and_computes_only_new_sequences(tmp_p
 def test_compare_drafters_interleaves_rounds_and_reports_medians(models):
     """Plain greedy and each drafter run once per round, in turn (so machine noise spreads over all of
     them), and the row's seconds are the median over the rounds."""
-    from specviz.measure import compare_drafters
+    from specviz.labs.measure import compare_drafters
     from specviz.drafters import NgramDrafter
 
     target, tok = models.target, models.tokenizer

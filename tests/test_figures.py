@@ -4,10 +4,10 @@ import dataclasses
 import plotly.graph_objects as go
 import pytest
 
-from specviz.compare import beam_vs_greedy, length_penalty_note
+from specviz.labs.compare import beam_vs_greedy, length_penalty_note
 from specviz.figures import spec_cycle as F
 from specviz.figures.beam_tree import distinct_labels, final_ranking, readable
-from specviz.measure import per_position_tests
+from specviz.labs.measure import per_position_tests
 from specviz.trace import CacheState, Cycle, DraftToken, Hypothesis, TokenProb, Verdict
 
 pytestmark = pytest.mark.fast  # synthetic events only: no model

@@ -225,16 +225,16 @@ def test_unknown_model_in_the_sidebar_is_a_message_not_a_crash():
 def test_play_into_an_engine_error_stops_with_a_message(monkeypatch):
     """An engine that fails mid-run while playing: Play stops, the page says why once, keeps the cycle it had
     shown and its controls; no traceback, and Step afterwards says it again instead of failing."""
-    import specviz.speculative
+    import specviz.engine.speculative
 
-    real = specviz.speculative.speculative_steps
+    real = specviz.engine.speculative.speculative_steps
 
     def fails_after_one_cycle(*args, **kwargs):
         steps = real(*args, **kwargs)
         yield next(steps)
         raise SpecVizError("the engine stopped here (test)")
 
-    monkeypatch.setattr(specviz.speculative, "speculative_steps", fails_after_one_cycle)
+    monkeypatch.setattr(specviz.engine.speculative, "speculative_steps", fails_after_one_cycle)
     at = page("2_Speculative_decoding")
     at.session_state["sp_seed"] = 424242  # a recording of its own (the server shares recordings per settings)
     at.session_state["sp_mode"] = "rejection sampling"

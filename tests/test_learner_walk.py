@@ -34,7 +34,7 @@ def test_a_5000_character_model_name_is_a_message_not_a_crash():
 def test_output_chips_decode_emoji_and_cjk_as_a_whole(embedded):
     """Each byte token decoded alone is U+FFFD: the chips read "�������" while the text was "世界 😀"."""
     from specviz.figures.spec_cycle import token_chips
-    from specviz.step import output_pieces
+    from specviz.engine.step import output_pieces
 
     tok = embedded[1]
     text = "Hello 世界 😀 naïve"
@@ -52,7 +52,7 @@ def test_output_chips_decode_emoji_and_cjk_as_a_whole(embedded):
 def test_the_beam_tree_highlights_the_winning_path(models, B, max_new):
     """B = 8 / 40 tokens: the winning path was not highlighted. It is drawn from the prompt through one node per
     step, ending on the best finished hypothesis' star."""
-    from specviz.beam import beam_steps
+    from specviz.engine.beam import beam_steps
     from specviz.figures.beam_tree import beam_tree
     from specviz.prompting import prompt_ids
 

@@ -39,7 +39,7 @@ def test_the_lessons_charts_are_the_pages_figure_builders(models):
     from specviz.lesson import cycle_view
     from specviz.prompting import prompt_ids
     from specviz.sampling import SamplingConfig
-    from specviz.speculative import speculative_steps
+    from specviz.engine.speculative import speculative_steps
 
     ids = prompt_ids(models.tokenizer, "Write a Python function that returns the sum of a list.")
     cycles = list(speculative_steps(models.target, make_drafter("feature", models), models.tokenizer, ids, 12, 4,

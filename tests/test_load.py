@@ -15,7 +15,7 @@ from conftest import CHROMIUM, CHROMIUM_ARGS
 from specviz.drafters import NgramDrafter
 from specviz.prompting import encode_prompt
 from specviz.sampling import SamplingConfig
-from specviz.speculative import speculative_steps
+from specviz.engine.speculative import speculative_steps
 from ui.class_load import PROMPTS, classroom, session_query
 
 ROOT = Path(__file__).resolve().parent.parent

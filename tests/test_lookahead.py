@@ -1,4 +1,4 @@
-"""Lookahead decoding (specviz/lookahead.py): the mask and position ids of one pass on a known small window,
+"""Lookahead decoding (specviz/engine/lookahead.py): the mask and position ids of one pass on a known small window,
 the n-gram pool, greedy output token-identical to plain greedy for several W, N, G (and plain Jacobi too),
 the pool making lookahead gain over plain Jacobi on a repetitive answer, and the page under AppTest."""
 import json
@@ -9,9 +9,9 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import chat
 from specviz.errors import SpecVizError
-from specviz.lookahead import NgramPool, agreed, jacobi_steps, lookahead_inputs, lookahead_steps
-from specviz.plain import plain_steps
-from specviz.step import run_steps
+from specviz.engine.lookahead import NgramPool, agreed, jacobi_steps, lookahead_inputs, lookahead_steps
+from specviz.engine.plain import plain_steps
+from specviz.engine.step import run_steps
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 

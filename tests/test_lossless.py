@@ -5,12 +5,12 @@ from scipy.stats import chi2_contingency
 
 from conftest import chat
 from specviz.drafters import ModelDrafter, early_exit_model
-from specviz.plain import plain_steps
-from specviz.lossless import output_distribution, simulate
+from specviz.engine.plain import plain_steps
+from specviz.labs.lossless import output_distribution, simulate
 from specviz.sampling import SamplingConfig
-from specviz.speculative import speculative_steps
+from specviz.engine.speculative import speculative_steps
 from specviz.verify import residual
-from specviz.step import run_steps
+from specviz.engine.step import run_steps
 
 CASES = {
     "generic": ([0.5, 0.3, 0.15, 0.05], [0.1, 0.2, 0.3, 0.4]),

@@ -3,7 +3,7 @@ it claims, and the toy table's checks (pure functions, no model)."""
 import pytest
 import torch
 
-from specviz.lossless import detection_power, family_verdict, output_distribution, table_problem
+from specviz.labs.lossless import detection_power, family_verdict, output_distribution, table_problem
 
 
 @pytest.mark.fast

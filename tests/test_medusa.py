@@ -12,12 +12,12 @@ from specviz.drafters.medusa import MedusaDrafter, choice_tree, tree_from_choice
 from specviz.errors import SpecVizError
 from specviz.medusa_choices import parse_choices
 from specviz.models import SHIPPED_DRAFT
-from specviz.plain import plain_steps
+from specviz.engine.plain import plain_steps
 from specviz.sampling import SamplingConfig
-from specviz.step import run_steps
+from specviz.engine.step import run_steps
 from specviz.training.evaluate import evaluation_prompts
 from specviz.training.medusa import greedy_states, head_accuracy, untrained_heads
-from specviz.tree import tree_speculative_steps
+from specviz.engine.tree import tree_speculative_steps
 from specviz.verify import TokenTree, first_token_distribution, first_token_tv, typical_threshold, verify_tree, verify_tree_typical
 
 CHOICES = ((0,), (1,), (0, 0), (0, 1), (1, 0), (0, 0, 0))
@@ -270,7 +270,7 @@ def test_the_quoted_typical_tv_is_measured_for_the_rule_run_now(models):
     rule verify_tree_typical runs today: recompute its first prompts and compare."""
     from specviz.prompting import prompt_ids
     from specviz.training.data import held_out_prompts
-    from specviz.tree_lossless import load_typical_tv, measure_typical_tv
+    from specviz.labs.tree_lossless import load_typical_tv, measure_typical_tv
 
     saved = load_typical_tv()
     assert saved is not None and saved["prompts"] == len(saved["typical_tv"])

@@ -3,8 +3,8 @@ import pytest
 import torch
 
 from specviz import packed
-from specviz.plain import plain_steps
-from specviz.step import run_steps
+from specviz.engine.plain import plain_steps
+from specviz.engine.step import run_steps
 
 pytestmark = pytest.mark.skipif(not packed.available(), reason="this torch build has no oneDNN linear ops")
 

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from ui.registry import PAGES as REGISTERED
-from specviz.qa import LEVELS, bank, load, quiz_items, topics, verdict_answer
+from specviz.qa.bank import LEVELS, bank, load, quiz_items, topics, verdict_answer
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.fast

@@ -4,7 +4,7 @@ import pytest
 
 from specviz.practice import quiz as Q
 from specviz.practice.progress import RIGHT, Progress
-from specviz.qa import LEVELS, CodeCard, QuizItem, quiz_items
+from specviz.qa.bank import LEVELS, CodeCard, QuizItem, quiz_items
 
 pytestmark = pytest.mark.fast
 

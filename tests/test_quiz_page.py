@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import specviz.qa as qa
+import specviz.qa.bank as qa
 from specviz.practice import quiz as Q
 from specviz.practice.progress import Progress
-from specviz.qa import CodeCard, MockInterview, MockStep, Question, TrueClaim
+from specviz.qa.bank import CodeCard, MockInterview, MockStep, Question, TrueClaim
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = "pages/6_Interview_QA.py"

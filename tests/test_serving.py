@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from specviz import serving as S
+from specviz.labs import serving as S
 
 ROOT = Path(__file__).resolve().parent.parent
 SMOL = S.ModelShape("smol", 30, 9, 3, 64, 1.35e8, "test")
@@ -86,7 +86,7 @@ def test_serving_page_puts_the_measured_batched_runs_on_the_speedup_chart():
     (session_state) replaces them."""
     from streamlit.testing.v1 import AppTest
 
-    from specviz import batched as BT
+    from specviz.labs import batched as BT
 
     committed = BT.load_measured()
     assert committed is not None and [r["batch"] for r in committed["runs"]] == [1, 4, 16]

@@ -1,4 +1,4 @@
-"""Staged speculation's time, stage by stage (specviz/stages.py), and the Drafter comparison page's sections
+"""Staged speculation's time, stage by stage (specviz/labs/stages.py), and the Drafter comparison page's sections
 for staged and suffix decoding."""
 import json
 from pathlib import Path
@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import chat
 from specviz.figures.drafters import stage_bars, suffix_bars
-from specviz.stages import Timed, staged_breakdown, staged_cell, staged_verdict
+from specviz.labs.stages import Timed, staged_breakdown, staged_cell, staged_verdict
 from test_staged import REFACTOR
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")

@@ -6,11 +6,11 @@ import pytest
 from conftest import chat
 from specviz.drafters import NgramDrafter, SuffixDrafter
 from specviz.drafters.suffix import SuffixIndex
-from specviz.plain import plain_steps
-from specviz.repeated import REQUESTS
+from specviz.engine.plain import plain_steps
+from specviz.labs.repeated import REQUESTS
 from specviz.sampling import SamplingConfig
-from specviz.speculative import speculative_steps
-from specviz.step import run_steps
+from specviz.engine.speculative import speculative_steps
+from specviz.engine.step import run_steps
 
 
 @pytest.mark.fast

@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from conftest import chat
-from specviz.step import Stepper
-from specviz.tree import keep_path, tree_inputs, tree_logits
+from specviz.engine.step import Stepper
+from specviz.engine.tree import keep_path, tree_inputs, tree_logits
 from specviz.verify import TokenTree
 
 # root ─┬─ a(0) ─┬─ c(2) ── e(4)

@@ -1,8 +1,8 @@
-"""Chain vs tree arithmetic (specviz/tree_compare.py), model-free: interpolation of the measured v(n), the
+"""Chain vs tree arithmetic (specviz/labs/tree_compare.py), model-free: interpolation of the measured v(n), the
 comparison rows and the break-even tau a tree needs, checked against hand-computed values."""
 import pytest
 
-from specviz.tree_compare import break_even, comparison, interpolate, linear_from
+from specviz.labs.tree_compare import break_even, comparison, interpolate, linear_from
 
 pytestmark = pytest.mark.fast
 
@@ -56,7 +56,7 @@ def row(tau, speedup):
 
 def test_tree_benchmark_reads_the_newest_json_with_both_rows(tmp_path):
     """The Tree page quoted 2.38 / 1.81 / 1.05x / 1.15x from a dated file by hand; it reads them now."""
-    from specviz.tree_compare import tree_benchmark
+    from specviz.labs.tree_compare import tree_benchmark
 
     assert tree_benchmark(tmp_path) is None
     bench_json(tmp_path, "bench-2026-01-01a.json", "2026-01-01",
@@ -74,14 +74,14 @@ def test_tree_benchmark_reads_the_newest_json_with_both_rows(tmp_path):
 
 
 def test_the_shipped_benchmark_is_found():
-    from specviz.tree_compare import tree_benchmark
+    from specviz.labs.tree_compare import tree_benchmark
 
     b = tree_benchmark()
     assert b is not None and b["file"].startswith("bench-") and b["tree"]["tau"] > b["chain"]["tau"] > 1
 
 
 def test_tree_faster_reads_this_runs_wall_clock():
-    from specviz.tree_compare import tree_faster
+    from specviz.labs.tree_compare import tree_faster
 
     f = {"tree vs": {"chain K=4": {"wall clock ratio": 0.8}, "chain K=12": {"wall clock ratio": 1.2}}}
     assert tree_faster(f, "chain K=4") is True and tree_faster(f, "chain K=12") is False

@@ -5,10 +5,10 @@ import pytest
 
 from conftest import chat
 from specviz.drafters import make_drafter
-from specviz.plain import plain_steps
+from specviz.engine.plain import plain_steps
 from specviz.sampling import SamplingConfig
-from specviz.step import run_steps
-from specviz.tree import tree_speculative_steps
+from specviz.engine.step import run_steps
+from specviz.engine.tree import tree_speculative_steps
 
 PROMPT = "Write a Python function that reverses a list."
 N = 24

@@ -13,7 +13,7 @@ from conftest import chat
 
 from specviz import verify
 from specviz.sampling import SamplingConfig
-from specviz.tree_lossless import expected_pairs, first_token_fit, goodness_of_fit, real_tables, sample_pairs
+from specviz.labs.tree_lossless import expected_pairs, first_token_fit, goodness_of_fit, real_tables, sample_pairs
 from specviz.verify import TreeVerification, accept_probability, draw, residual, verify_tree
 
 CFG = SamplingConfig(1.0, 10, 1.0, 0)
@@ -74,7 +74,7 @@ def test_a_broken_rule_fails_the_same_test(tables, monkeypatch):
 def test_noise_tv_is_what_an_exact_sampler_leaves():
     import random
 
-    from specviz.tree_lossless import mean_abs_deviation, noise_tv
+    from specviz.labs.tree_lossless import mean_abs_deviation, noise_tv
 
     assert noise_tv({0: 0.5, 1: 0.5}, 1) == pytest.approx(0.5)  # one draw: the empirical is one-hot
     assert mean_abs_deviation(10, 0.0) == 0.0 and mean_abs_deviation(0, 0.3) == 0.0
@@ -90,7 +90,7 @@ def test_noise_tv_is_what_an_exact_sampler_leaves():
 
 def test_the_verdict_is_worded_from_the_p_value():
     """'(sampling noise alone at n = ...)' was printed whatever the p-value."""
-    from specviz.tree_lossless import fit_verdict
+    from specviz.labs.tree_lossless import fit_verdict
 
     fit = {"pvalue": 0.4, "n": 12_000, "tv": 0.004, "noise_tv": 0.0041}
     detected, text = fit_verdict(fit, 0.025)
@@ -104,7 +104,7 @@ def test_the_typical_rule_is_detected_on_the_real_model(models):
     """The Tree page's typical-acceptance chi-square, on the app's default prompt at the page's trial count and
     default epsilon, delta, shows the loss the page describes (a learner saw p = 0.06 there with the earlier
     rule, which drew the token after the path from p)."""
-    from specviz.tree_lossless import fit_verdict, typical_verifier
+    from specviz.labs.tree_lossless import fit_verdict, typical_verifier
     from ui.common import CURATED
 
     tables = real_tables(models.target, models.draft, chat(models.tokenizer, next(iter(CURATED.values()))), CFG)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from specviz.tree_lossless import load_typical_tv
+from specviz.labs.tree_lossless import load_typical_tv
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 
@@ -95,7 +95,7 @@ def test_chain_vs_tree_measured_and_drawn():
     assert not any("Which is faster on this CPU: the chain" in c.value for c in at.caption)  # no dated claim
     bench = next((c.value for c in at.caption if c.value.startswith("The project's benchmark of ")), None)
     if bench is not None:  # its figures come from the JSON it names
-        from specviz.tree_compare import tree_benchmark
+        from specviz.labs.tree_compare import tree_benchmark
         b = tree_benchmark()
         assert f"`docs/{b['file']}`" in bench and f"{b['tree']['tau']:.2f} tokens per verify pass" in bench
         assert f"found the **{b['faster']}** faster" in bench

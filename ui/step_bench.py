@@ -24,7 +24,7 @@ def main(cycles: int = 6) -> None:
     from specviz.prompting import context_size, encode_prompt
     from specviz.replay import Recording, Replay
     from specviz.sampling import SamplingConfig
-    from specviz.speculative import speculative_steps
+    from specviz.engine.speculative import speculative_steps
     from ui.common import _Figures
 
     torch.set_num_threads(2)

@@ -2,16 +2,16 @@
 the Drafter Protocol (base.py); the model-building helpers they share are in build.py."""
 from __future__ import annotations
 
-from ..errors import SpecVizError
-from .base import Drafter
-from .eagle2 import EAGLE2_LABEL, Eagle2Drafter
-from .early_exit import early_exit_drafter, early_exit_model
-from .feature import FeatureDrafter
-from .medusa import MEDUSA_LABEL, MedusaDrafter
-from .model import ModelDrafter
-from .ngram import NgramDrafter
-from .staged import StagedDrafter
-from .suffix import SuffixDrafter
+from specviz.errors import SpecVizError
+from specviz.drafters.base import Drafter
+from specviz.drafters.eagle2 import EAGLE2_LABEL, Eagle2Drafter
+from specviz.drafters.early_exit import early_exit_drafter, early_exit_model
+from specviz.drafters.feature import FeatureDrafter
+from specviz.drafters.medusa import MEDUSA_LABEL, MedusaDrafter
+from specviz.drafters.model import ModelDrafter
+from specviz.drafters.ngram import NgramDrafter
+from specviz.drafters.staged import StagedDrafter
+from specviz.drafters.suffix import SuffixDrafter
 
 __all__ = ["Drafter", "Eagle2Drafter", "FeatureDrafter", "MedusaDrafter", "ModelDrafter", "NgramDrafter", "StagedDrafter", "SuffixDrafter", "early_exit_drafter",
            "early_exit_model", "LABELS", "drafter_choices", "make_drafter"]
@@ -37,11 +37,11 @@ def make_drafter(kind: str, models=None, target=None, early_exit_layers: int = 4
         if models is None or models.feature_draft is None:
             raise SpecVizError("The feature draft exists only for the embedded target: pick another drafter.")
         return FeatureDrafter(models.feature_draft, FEATURE_LABEL)
-    if kind == "eagle2":  # a tree drafter (proposes_tree): run it with specviz.tree.tree_speculative_steps
+    if kind == "eagle2":  # a tree drafter (proposes_tree): run it with specviz.engine.tree.tree_speculative_steps
         if models is None or models.feature_draft is None:
             raise SpecVizError("The EAGLE-2 tree needs the feature draft, which exists only for the embedded target.")
         return Eagle2Drafter(models.feature_draft)
-    if kind == "medusa":  # a tree drafter (proposes_tree): run it with specviz.tree.tree_speculative_steps
+    if kind == "medusa":  # a tree drafter (proposes_tree): run it with specviz.engine.tree.tree_speculative_steps
         if models is None or getattr(models, "medusa", None) is None:
             raise SpecVizError("The Medusa heads exist only for the embedded target (models/medusa).")
         return MedusaDrafter(models.medusa)

@@ -1,6 +1,6 @@
 """What every drafter is: whatever proposes the K tokens the target then verifies.
 
-The engine (specviz/speculative.py) talks to a drafter only through this Protocol, and asks what it can
+The engine (specviz/engine/speculative.py) talks to a drafter only through this Protocol, and asks what it can
 do only through the capabilities it declares (as transformers' CandidateGenerator does), never by
 probing attributes.
 """
@@ -10,7 +10,7 @@ from typing import Protocol, runtime_checkable
 
 import torch
 
-from ..sampling import SamplingConfig
+from specviz.sampling import SamplingConfig
 
 
 @runtime_checkable

@@ -16,7 +16,7 @@ from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM
 from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRMSNorm
 
-from ..packed import pack_linears
+from specviz.packed import pack_linears
 
 
 class SubsetHead(torch.nn.Module):

@@ -19,9 +19,9 @@ import math
 
 import torch
 
-from ..sampling import SamplingConfig, distribution, warpers
-from ..verify import TokenTree
-from .feature import FeatureDraft, FeatureDrafter, shifted
+from specviz.sampling import SamplingConfig, distribution, warpers
+from specviz.verify import TokenTree
+from specviz.drafters.feature import FeatureDraft, FeatureDrafter, shifted
 
 EAGLE2_LABEL = "EAGLE-2 tree (feature draft)"
 

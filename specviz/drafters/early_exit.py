@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import torch
 
-from ..errors import SpecVizError
-from .build import assemble
-from .model import ModelDrafter
+from specviz.errors import SpecVizError
+from specviz.drafters.build import assemble
+from specviz.drafters.model import ModelDrafter
 
 
 def early_exit_model(target, num_layers: int):

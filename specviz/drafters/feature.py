@@ -25,9 +25,9 @@ import torch
 from safetensors.torch import load_file
 from transformers import DynamicCache
 
-from ..packed import pack_linears
-from ..sampling import SamplingConfig, choose, distribution, warpers
-from .build import assemble, load_part, read_parts, subset_head
+from specviz.packed import pack_linears
+from specviz.sampling import SamplingConfig, choose, distribution, warpers
+from specviz.drafters.build import assemble, load_part, read_parts, subset_head
 
 
 def rms(x: torch.Tensor) -> torch.Tensor:

@@ -37,10 +37,10 @@ import pathlib
 import torch
 from safetensors.torch import load_file
 
-from ..packed import pack_linears
-from ..sampling import SamplingConfig
-from ..verify import TokenTree
-from .build import SubsetHead
+from specviz.packed import pack_linears
+from specviz.sampling import SamplingConfig
+from specviz.verify import TokenTree
+from specviz.drafters.build import SubsetHead
 
 MEDUSA_LABEL = "Medusa heads"
 # Used when a model's config carries no measured list: top-1 chain of every head plus the runner-ups of

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import torch
 
-from ..sampling import SamplingConfig, choose, distribution, warpers
-from ..step import Stepper
+from specviz.sampling import SamplingConfig, choose, distribution, warpers
+from specviz.engine.step import Stepper
 
 
 class ModelDrafter:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from ..sampling import SamplingConfig
+from specviz.sampling import SamplingConfig
 
 
 class NgramDrafter:

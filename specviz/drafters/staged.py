@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import torch
 
-from ..sampling import SamplingConfig, distribution, warpers
-from ..verify import verify
-from .model import ModelDrafter
-from .ngram import NgramDrafter
+from specviz.sampling import SamplingConfig, distribution, warpers
+from specviz.verify import verify
+from specviz.drafters.model import ModelDrafter
+from specviz.drafters.ngram import NgramDrafter
 
 
 class StagedDrafter(ModelDrafter):

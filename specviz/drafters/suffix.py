@@ -17,7 +17,7 @@ from collections import Counter, defaultdict
 
 import torch
 
-from ..sampling import SamplingConfig
+from specviz.sampling import SamplingConfig
 
 
 class SuffixIndex:

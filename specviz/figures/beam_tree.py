@@ -5,7 +5,7 @@ import re
 
 import plotly.graph_objects as go
 
-from . import FINISHED, KEPT, PRUNED, label
+from specviz.figures import FINISHED, KEPT, PRUNED, label
 
 WINDOW = 12  # steps on screen at once: the view follows the frontier; drag (pan) to see earlier steps
 SPECIAL = re.compile(r"<\|[^|<>]{1,40}\|>")  # chat special tokens such as <|im_end|>

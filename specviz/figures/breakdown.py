@@ -6,7 +6,7 @@ import math
 
 import plotly.graph_objects as go
 
-from . import build
+from specviz.figures import build
 
 SHORT = {"tokens per verify pass": "if drafting and<br>verifying were free", "drafting": "÷ drafting<br>(1 + Kc)",
          "verify pass at its measured cost v": "× verify cost<br>(1 + Kc)/(Kc + v)",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from . import label
+from specviz.figures import label
 
 
 def speedup_bars(rows) -> go.Figure:

@@ -7,7 +7,7 @@ import html
 
 import plotly.graph_objects as go
 
-from . import ACCEPTED, BONUS, REJECTED, label
+from specviz.figures import ACCEPTED, BONUS, REJECTED, label
 
 LEVEL, NEW_LEVEL, KNOWN, NOT_REACHED = "#90caf9", "#1565c0", "#7986cb", "#e0e0e0"
 

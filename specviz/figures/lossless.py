@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from . import P_COLOR, Q_COLOR, RESAMPLED, label
+from specviz.figures import P_COLOR, Q_COLOR, RESAMPLED, label
 
 
 def pieces(names, p, q, overlap, resid, exact, empirical=None) -> go.Figure:

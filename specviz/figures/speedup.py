@@ -4,8 +4,8 @@ from __future__ import annotations
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
-from ..theory import best_k, expected_tokens, walltime_improvement
-from . import build
+from specviz.theory import best_k, expected_tokens, walltime_improvement
+from specviz.figures import build
 
 A_FAMILY = (0.5, 0.6, 0.7, 0.8, 0.9)
 

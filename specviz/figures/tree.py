@@ -6,7 +6,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from . import ACCEPTED, BONUS, CORRECTION, REJECTED, RESAMPLED, label, token_labels
+from specviz.figures import ACCEPTED, BONUS, CORRECTION, REJECTED, RESAMPLED, label, token_labels
 
 NOT_REACHED = "#b0b0b0"
 VERDICT_COLORS = {"accepted": ACCEPTED, "rejected": REJECTED, "not reached": NOT_REACHED}
@@ -157,7 +157,7 @@ def mask_figure(cycle, context_tail: int = 4) -> go.Figure:
     return fig
 
 
-# ---------------------------------------------------------------- chain vs tree (specviz/tree_compare.py)
+# ---------------------------------------------------------------- chain vs tree (specviz/labs/tree_compare.py)
 GPU_FLAT = "#7b1fa2"
 
 

@@ -15,8 +15,8 @@ import random
 import re
 from dataclasses import asdict, dataclass, field
 
-from ..errors import SpecVizError
-from ..theory import DONT_SPECULATE, best_k, expected_tokens, walltime_improvement
+from specviz.errors import SpecVizError
+from specviz.theory import DONT_SPECULATE, best_k, expected_tokens, walltime_improvement
 
 # The live drills import the engine inside their functions, on purpose: formula drills and `python -m specviz
 # drill --list` answer without loading torch and transformers (seconds on a 2-core machine)
@@ -309,10 +309,10 @@ def live_cycles(models, seed: int, drafter: str = "token", max_cycles: int = 6, 
     """The prompt and a generator of the cycles of a real speculative run, deterministic by seed (prompt and
     sampling seed from it). A generator: a drill stops at the first cycle it can use (a drill on screen in
     well under a second needs one or two cycles, not six)."""
-    from ..drafters import make_drafter
-    from ..prompting import prompt_ids
-    from ..sampling import SamplingConfig
-    from ..speculative import speculative_steps
+    from specviz.drafters import make_drafter
+    from specviz.prompting import prompt_ids
+    from specviz.sampling import SamplingConfig
+    from specviz.engine.speculative import speculative_steps
 
     prompt = LIVE_PROMPTS[seed % len(LIVE_PROMPTS)]
     ids = prompt_ids(models.tokenizer, prompt)
@@ -411,8 +411,8 @@ def live_greedy_verify(models, seed: int) -> Drill:
 
 
 def live_beam_prune(models, seed: int) -> Drill:
-    from ..beam import beam_steps
-    from ..prompting import prompt_ids
+    from specviz.engine.beam import beam_steps
+    from specviz.prompting import prompt_ids
     rng = random.Random(seed)
     prompt = LIVE_PROMPTS[seed % len(LIVE_PROMPTS)]
     B = rng.choice([2, 3, 4])

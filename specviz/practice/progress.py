@@ -14,7 +14,7 @@ import pathlib
 import sqlite3
 import time
 
-from ..errors import SpecVizError
+from specviz.errors import SpecVizError
 
 MAX_NAME = 40
 # Leitner boxes 1..5: a card answered right moves up one box and comes back after the box's interval (days); a

@@ -17,8 +17,8 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
-from ..qa import LEVELS, CodeCard, QuizItem
-from .progress import INTERVAL_DAYS, RIGHT
+from specviz.qa.bank import LEVELS, CodeCard, QuizItem
+from specviz.practice.progress import INTERVAL_DAYS, RIGHT
 
 MAX_ANSWER = 4000  # characters in an answer box: a spoken answer written down is a few hundred
 ROUND_SIZES = (5, 10, 20, 0)  # 0: every card that matches the filters

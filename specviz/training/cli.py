@@ -33,17 +33,17 @@ import time
 
 import torch
 
-from ..drafters.build import load_token_draft
-from ..drafters.early_exit import early_exit_model
-from ..drafters.feature import is_feature_draft
-from ..drafters.feature import load as load_feature_draft
-from ..drafters.medusa import load as load_medusa
-from ..models import REPO_ROOT, load_target
-from . import feature, medusa, token
-from .data import EXTRA_SUBJECTS, MORE_SUBJECTS, cached_data, head_subset, training_jobs
-from .evaluate import evaluate, evaluation_prompts
-from .export import export
-from .train import train
+from specviz.drafters.build import load_token_draft
+from specviz.drafters.early_exit import early_exit_model
+from specviz.drafters.feature import is_feature_draft
+from specviz.drafters.feature import load as load_feature_draft
+from specviz.drafters.medusa import load as load_medusa
+from specviz.models import REPO_ROOT, load_target
+from specviz.training import feature, medusa, token
+from specviz.training.data import EXTRA_SUBJECTS, MORE_SUBJECTS, cached_data, head_subset, training_jobs
+from specviz.training.evaluate import evaluate, evaluation_prompts
+from specviz.training.export import export
+from specviz.training.train import train
 
 # The default recipe: the shipped drafts were made with exactly these (a test compares their configs)
 DEFAULT_STEPS = {"token": 2400, "feature": 3600}

@@ -17,8 +17,8 @@ import time
 
 import torch
 
-from ..models import load_target
-from ..prompting import prompt_ids
+from specviz.models import load_target
+from specviz.prompting import prompt_ids
 
 LISTS = json.loads(pathlib.Path(__file__).with_name("subjects.json").read_text())
 TASKS: list[str] = LISTS["tasks"]

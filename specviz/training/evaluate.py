@@ -5,15 +5,15 @@ import statistics
 
 import torch
 
-from ..drafters import FeatureDrafter, ModelDrafter
-from ..drafters.feature import FeatureDraft, shifted
-from ..plain import plain_steps
-from ..measure import forward_ms, timed_rounds
-from ..prompting import prompt_ids
-from ..speculative import speculative_steps
-from ..step import run_steps
-from ..trace import Counters
-from .data import TASKS, held_out_prompts
+from specviz.drafters import FeatureDrafter, ModelDrafter
+from specviz.drafters.feature import FeatureDraft, shifted
+from specviz.engine.plain import plain_steps
+from specviz.labs.measure import forward_ms, timed_rounds
+from specviz.prompting import prompt_ids
+from specviz.engine.speculative import speculative_steps
+from specviz.engine.step import run_steps
+from specviz.trace import Counters
+from specviz.training.data import TASKS, held_out_prompts
 
 PLAIN = "plain greedy"
 

@@ -12,8 +12,8 @@ import pathlib
 import torch
 from safetensors.torch import save_file
 
-from ..drafters.build import SubsetHead
-from ..drafters.feature import FeatureDraft
+from specviz.drafters.build import SubsetHead
+from specviz.drafters.feature import FeatureDraft
 
 
 def own_tensors(draft) -> dict[str, torch.Tensor]:

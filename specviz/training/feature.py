@@ -8,10 +8,10 @@ import pathlib
 
 import torch
 
-from ..drafters.build import SubsetHead, load_token_draft
-from ..drafters.feature import FeatureDraft, shifted
-from ..errors import SpecVizError
-from .loss import topk_cross_entropy
+from specviz.drafters.build import SubsetHead, load_token_draft
+from specviz.drafters.feature import FeatureDraft, shifted
+from specviz.errors import SpecVizError
+from specviz.training.loss import topk_cross_entropy
 
 
 def passthrough_fc(hidden: int, keep: str) -> torch.nn.Linear:

@@ -21,10 +21,10 @@ import time
 import torch
 from safetensors.torch import load_file, save_file
 
-from ..drafters.medusa import MedusaHeads, target_rows
-from ..prompting import prompt_ids
-from .data import EXTRA_SUBJECTS, MORE_SUBJECTS, SUBJECTS, prompts
-from .loss import topk_cross_entropy
+from specviz.drafters.medusa import MedusaHeads, target_rows
+from specviz.prompting import prompt_ids
+from specviz.training.data import EXTRA_SUBJECTS, MORE_SUBJECTS, SUBJECTS, prompts
+from specviz.training.loss import topk_cross_entropy
 
 
 def position_table(records, states, num_heads: int) -> dict:

@@ -5,8 +5,8 @@ import copy
 
 import torch
 
-from ..drafters.build import SubsetHead, assemble
-from .loss import topk_cross_entropy
+from specviz.drafters.build import SubsetHead, assemble
+from specviz.training.loss import topk_cross_entropy
 
 
 def build(target, layers: int, init: list[int], head_ids: torch.Tensor | None = None):

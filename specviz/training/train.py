@@ -7,8 +7,8 @@ import time
 
 import torch
 
-from ..drafters.build import SubsetHead
-from ..drafters.feature import FeatureDraft
+from specviz.drafters.build import SubsetHead
+from specviz.drafters.feature import FeatureDraft
 
 
 def input_layers(draft) -> list[torch.nn.Parameter]:

@@ -23,13 +23,13 @@ import time
 
 import torch
 
-from .measure import timed_rounds
-from .plain import plain_steps
-from .step import Stepper, run_steps
-from .tree import tree_speculative_steps
+from specviz.labs.measure import timed_rounds
+from specviz.engine.plain import plain_steps
+from specviz.engine.step import Stepper, run_steps
+from specviz.engine.tree import tree_speculative_steps
 
 V_SIZES = (1, 2, 4, 8, 16, 32, 64)
-DOCS = pathlib.Path(__file__).resolve().parent.parent / "docs"
+DOCS = pathlib.Path(__file__).resolve().parents[2] / "docs"
 
 
 @torch.inference_mode()

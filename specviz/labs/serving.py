@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .theory import expected_tokens
-from .packed import PackedLinear
+from specviz.theory import expected_tokens
+from specviz.packed import PackedLinear
 
 GIB = 2 ** 30
 

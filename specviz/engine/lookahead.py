@@ -29,9 +29,9 @@ from collections.abc import Generator
 
 import torch
 
-from .errors import SpecVizError
-from .step import Stepper, eos_ids, token_text
-from .trace import CacheState, Counters, JacobiStep, LookaheadStep, Result
+from specviz.errors import SpecVizError
+from specviz.engine.step import Stepper, eos_ids, token_text
+from specviz.trace import CacheState, Counters, JacobiStep, LookaheadStep, Result
 
 
 class NgramPool:

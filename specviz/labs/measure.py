@@ -6,12 +6,12 @@ import time
 
 import torch
 
-from .drafters.feature import FeatureDraft
-from .plain import plain_steps
-from .sampling import SamplingConfig
-from .speculative import speculative_steps
-from .step import Stepper, run_steps
-from .theory import speedup_breakdown
+from specviz.drafters.feature import FeatureDraft
+from specviz.engine.plain import plain_steps
+from specviz.sampling import SamplingConfig
+from specviz.engine.speculative import speculative_steps
+from specviz.engine.step import Stepper, run_steps
+from specviz.theory import speedup_breakdown
 
 
 @torch.inference_mode()

@@ -25,16 +25,16 @@ from dataclasses import dataclass
 import torch
 from scipy.stats import chisquare
 
-from .sampling import SamplingConfig, distribution, warpers
-from .speculative import Run
-from .tree import draft_tree, static_tree, tree_logits
-from .verify import first_token_tv, verify_tree, verify_tree_typical
-from .drafters.medusa import MedusaDrafter
-from .models import load_models
-from .prompting import prompt_ids
-from .training.data import held_out_prompts
+from specviz.sampling import SamplingConfig, distribution, warpers
+from specviz.engine.speculative import Run
+from specviz.engine.tree import draft_tree, static_tree, tree_logits
+from specviz.verify import first_token_tv, verify_tree, verify_tree_typical
+from specviz.drafters.medusa import MedusaDrafter
+from specviz.models import load_models
+from specviz.prompting import prompt_ids
+from specviz.training.data import held_out_prompts
 
-TYPICAL_TV = pathlib.Path(__file__).resolve().parent.parent / "models" / "medusa" / "typical_tv.json"
+TYPICAL_TV = pathlib.Path(__file__).resolve().parents[2] / "models" / "medusa" / "typical_tv.json"
 
 
 @dataclass(frozen=True)
@@ -224,10 +224,10 @@ def load_typical_tv(path: pathlib.Path = TYPICAL_TV) -> dict | None:
 
 
 def main(argv=None) -> None:
-    """python -m specviz.tree_lossless: measure typical acceptance's distance from the target on the shipped
+    """python -m specviz.labs.tree_lossless: measure typical acceptance's distance from the target on the shipped
     Medusa heads over held-out prompts and write it where the Tree page reads it."""
 
-    ap = argparse.ArgumentParser(prog="python -m specviz.tree_lossless")
+    ap = argparse.ArgumentParser(prog="python -m specviz.labs.tree_lossless")
     ap.add_argument("--prompts", type=int, default=8, help="held-out prompts (chat template)")
     ap.add_argument("--stride", type=int, default=12, help="every stride-th held-out prompt (12: the model card's 8)")
     ap.add_argument("--epsilon", type=float, default=0.09)
@@ -245,7 +245,7 @@ def main(argv=None) -> None:
             f"({len(texts)} held-out prompts, specviz.training.data), chat template", "heads": "models/medusa, shipped choices",
             "rule": "verify.verify_tree_typical: Medusa's evaluate_posterior (fast=True): the likeliest of the longest "
                     "passing paths, then the argmax of p",
-            "command": "python -m specviz.tree_lossless " + " ".join(argv if argv is not None else __import__("sys").argv[1:])}
+            "command": "python -m specviz.labs.tree_lossless " + " ".join(argv if argv is not None else __import__("sys").argv[1:])}
     pathlib.Path(a.out).write_text(json.dumps(res, indent=1) + "\n")
     print(json.dumps({k: v for k, v in res.items() if k != "typical_tv"}, indent=1))
 

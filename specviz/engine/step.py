@@ -11,7 +11,7 @@ import re
 
 import torch
 
-from .trace import TokenProb
+from specviz.trace import TokenProb
 
 
 class Stepper:

@@ -13,12 +13,12 @@ from dataclasses import dataclass
 
 import torch
 
-from .drafters import Drafter
-from .errors import SpecVizError
-from .sampling import SamplingConfig, distribution, new_generator, warpers
-from .step import Stepper, eos_ids, token_text, top_probs
-from .trace import CacheState, Counters, Cycle, DraftToken, Result, Verdict
-from .verify import Verification, one_hot, verify
+from specviz.drafters import Drafter
+from specviz.errors import SpecVizError
+from specviz.sampling import SamplingConfig, distribution, new_generator, warpers
+from specviz.engine.step import Stepper, eos_ids, token_text, top_probs
+from specviz.trace import CacheState, Counters, Cycle, DraftToken, Result, Verdict
+from specviz.verify import Verification, one_hot, verify
 
 
 def speculative_steps(target, drafter: Drafter, tokenizer, prompt_ids: list[int], max_new_tokens: int, k: int = 4,

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import torch
 
-from .errors import SpecVizError
-from .verify import accept_probability, residual
-from .sampling import distribution, warpers
+from specviz.errors import SpecVizError
+from specviz.verify import accept_probability, residual
+from specviz.sampling import distribution, warpers
 
 
 def _normalize(v: torch.Tensor) -> torch.Tensor:

@@ -9,9 +9,9 @@ from __future__ import annotations
 import math
 from collections.abc import Generator
 
-from .sampling import SamplingConfig, choose, distribution, new_generator, warpers
-from .step import Stepper, eos_ids, token_text, top_probs
-from .trace import Counters, Result, TokenStep
+from specviz.sampling import SamplingConfig, choose, distribution, new_generator, warpers
+from specviz.engine.step import Stepper, eos_ids, token_text, top_probs
+from specviz.trace import Counters, Result, TokenStep
 
 
 def plain_steps(model, tokenizer, prompt_ids: list[int], max_new_tokens: int,

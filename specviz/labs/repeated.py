@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import statistics
 
-from .drafters import NgramDrafter
-from .drafters.suffix import SuffixDrafter
-from .measure import timed_rounds
-from .plain import plain_steps
-from .prompting import prompt_ids
-from .speculative import speculative_steps
-from .step import run_steps
+from specviz.drafters import NgramDrafter
+from specviz.drafters.suffix import SuffixDrafter
+from specviz.labs.measure import timed_rounds
+from specviz.engine.plain import plain_steps
+from specviz.prompting import prompt_ids
+from specviz.engine.speculative import speculative_steps
+from specviz.engine.step import run_steps
 
 # the same kind of coding request with one thing changed: the answers share their shape
 REQUESTS = [f"Write a Python function called {name} that takes a list of numbers and returns the {what} of the "

@@ -17,13 +17,13 @@ from collections.abc import Generator
 
 import torch
 
-from .drafters import Drafter
-from .errors import SpecVizError
-from .sampling import SamplingConfig, distribution
-from .speculative import Run, rollback_draft
-from .step import Stepper, token_text, top_probs
-from .trace import CacheState, DepthVerdict, Result, TreeCycle, TreeNode
-from .verify import TokenTree, TreeVerification, one_hot, verify_tree, verify_tree_typical
+from specviz.drafters import Drafter
+from specviz.errors import SpecVizError
+from specviz.sampling import SamplingConfig, distribution
+from specviz.engine.speculative import Run, rollback_draft
+from specviz.engine.step import Stepper, token_text, top_probs
+from specviz.trace import CacheState, DepthVerdict, Result, TreeCycle, TreeNode
+from specviz.verify import TokenTree, TreeVerification, one_hot, verify_tree, verify_tree_typical
 
 
 def tree_inputs(tree: TokenTree, ids: list[int], cached: int) -> tuple[list[int], list[int], torch.Tensor]:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from .beam import beam_steps
-from .drafters import make_drafter
-from .plain import plain_steps
-from .speculative import speculative_steps
-from .step import run_steps
+from specviz.engine.beam import beam_steps
+from specviz.drafters import make_drafter
+from specviz.engine.plain import plain_steps
+from specviz.engine.speculative import speculative_steps
+from specviz.engine.step import run_steps
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .figures import md_escape
+from specviz.figures import md_escape
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 PACKING_BENCH = "bench-2026-11-23b.json"  # the run with packed and unpacked forwards side by side (README)
 
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import time
 
-from .drafters import ModelDrafter, StagedDrafter
-from .plain import plain_steps
-from .speculative import speculative_steps
-from .step import run_steps
+from specviz.drafters import ModelDrafter, StagedDrafter
+from specviz.engine.plain import plain_steps
+from specviz.engine.speculative import speculative_steps
+from specviz.engine.step import run_steps
 
 
 class Timed:

@@ -21,9 +21,9 @@ from collections.abc import Generator
 
 import torch
 
-from .errors import SpecVizError
-from .step import eos_ids, token_text
-from .trace import BeamCandidate, BeamStep, Counters, Hypothesis, Result
+from specviz.errors import SpecVizError
+from specviz.engine.step import eos_ids, token_text
+from specviz.trace import BeamCandidate, BeamStep, Counters, Hypothesis, Result
 
 NEG = -1.0e9  # transformers' stand-in for "impossible"
 
