@@ -4,10 +4,12 @@ import streamlit as st
 from ui.common import (chart, controls, figure, encode, get_models, get_replay, keep, link, play_interval, play_speed,
                        play_tick, sidebar, slider)
 from ui.learner import count_prediction
+from ui.lesson import export_lesson
 
 from specviz.engine.beam import beam_steps
 from specviz.labs.compare import beam_vs_greedy, length_penalty_note
-from specviz.figures.beam_tree import beam_tree, by_beam, final_ranking, readable, shown_candidates
+from specviz.lesson import beam_views
+from specviz.figures.beam_tree import LEGEND, beam_tree, by_beam, final_ranking, heading, readable, shown_candidates
 from specviz.figures import label_plain, md_escape
 from specviz.practice.predict import mark_beam
 from specviz.engine.plain import plain_steps
@@ -70,15 +72,14 @@ def view():
     if step is None:
         st.info("Press **Step** to expand the beams one token at a time.")
         return
-    st.markdown(f"**Step {step.step + 1}**" + (f" · stopped: {step.stopped}" if step.stopped else ""))
+    st.markdown(heading(step))
     hidden = predict and replay.phase == 0
     chart(figure(beam_tree, replay.events, replay.event, hide_last=hidden), key="beam_tree")
     if predict:
         prediction(step)
         if hidden:
             return
-    st.caption("Green: kept beams · star: finished · grey ×: pruned candidates (hover any node for its token, log p "
-               "and cumulative log p). With many steps the chart follows the newest; drag it to see earlier ones.")
+    st.caption(LEGEND)
     if step.beams_after and not replay.at_end:
         with st.expander(f"Running beams after step {step.step + 1} (cumulative log-prob)", expanded=False):
             for h in step.beams_after:
@@ -112,3 +113,6 @@ def view():
 
 view()
 play_speed("beam")
+export_lesson("bm", "beam", params, [replay], lambda: beam_views(
+    list(replay.events), models.tokenizer, *greedy_reference(tuple(ids), max_new, settings.target), B, penalty),
+    settings.prompt, dict(beams=B, length_penalty=penalty, max_new_tokens=max_new, top_per_beam=top_n))

@@ -3,15 +3,14 @@ bonus, cache rollback."""
 import streamlit as st
 
 from ui.learner import count_prediction
+from ui.lesson import export_lesson
 from ui.common import (ON_OFF, bounded, chart, controls, figure, encode, get_models, get_replay, keep, link, linked,
                        play_interval, play_speed, play_tick, sidebar, slider)
 
 from specviz.drafters import ALIASES, LABELS, drafter_choices, make_drafter
 from specviz.figures import spec_cycle as F
 from specviz.figures import speedup as S
-from specviz.errors import SpecVizError
-from specviz.figures import md_escape
-from specviz.lesson import speculative_lesson
+from specviz.lesson import speculative_views
 from specviz.metrics import spec_phases, spec_stages, spec_summary
 from specviz.practice.predict import mark_cycle, score
 from specviz.sampling import SamplingConfig
@@ -118,15 +117,8 @@ def view():
         return
     stages = spec_stages(cycle)
     upto = stages[: replay.phase + 1]
-    stage = upto[-1] + (f" {upto.count('draft')}/{cycle.k}" if upto[-1] == "draft" else "")
     left = max_new - sum(len(c.emitted) for c in replay.shown()[:-1]) - 1  # the most the engine lets it draft
-    short = ("few tokens left" if cycle.k >= left else
-             f"the context's copy of the matched n-gram continues for only {cycle.k}" if kind == "ngram" else
-             "the drafter stopped early")
-    drafted = (f"K = {cycle.k}" + (f" (asked {k}: {short})" if 0 < cycle.k < k and not dynamic else "")
-               if cycle.k else ("K = 0: the n-gram lookup found no match in the context, so nothing was drafted"
-                                if kind == "ngram" else "K = 0: too close to the token limit to draft"))
-    st.markdown(f"**Cycle {cycle.cycle + 1}** · {drafted} · stage: *{stage}*" + (" · done" if replay.at_end else ""))
+    st.markdown(F.heading(cycle, upto, k, kind, dynamic, left, replay.at_end))
     if cycle.k:
         st.markdown(f"**{F.DRAFT_TITLE}** ({F.DRAFT_CAPTION})")
         shown = upto.count("draft")
@@ -137,8 +129,7 @@ def view():
                 for i in row[: shown - row.start]:
                     chart(figure(F.draft_proposal, cycle, i), key=f"draft_fig_{i}", container=columns[i - row.start])
     else:  # the stages keep their numbers: 1 and 3 say there was nothing to do
-        st.markdown("**1 · Nothing drafted:** the target decodes one token alone, as plain decoding would (still one "
-                    "target pass).")
+        st.markdown(F.NOTHING_DRAFTED)
     if "verify" in upto:
         # predicting: the chart gives no verdict away until the verdicts are drawn
         chart(figure(F.verify_pass, cycle, not (predict and "decide" not in upto)), key="verify_fig")
@@ -147,7 +138,7 @@ def view():
     if "decide" in upto:
         chart(figure(F.verdicts, cycle), key="verdict_fig")
     elif not cycle.k and "resolve" in upto:
-        st.markdown("**3 · Nothing to judge:** no draft token, so no accept test.")
+        st.markdown(F.NOTHING_JUDGED)
     if "resolve" in upto:
         fig = F.resolution(cycle)
         if fig is not None:
@@ -162,12 +153,9 @@ def view():
         context = list(ids) + before
         chart(F.cache_strip(cycle, [token_text(models.tokenizer, t) for t in context[-24:]]), key="cache_fig")
         if kind == "feature":
-            st.caption("The feature draft keeps only positions it built from the target's real hidden states; the "
-                       "ones it built on its own guesses are dropped and rebuilt next cycle from the states this "
-                       "verify pass computed.")
+            st.caption(F.FEATURE_CACHE)
     if kind == "feature" and cycle.prefill:
-        st.caption("Before this first cycle the target ran one prefill pass over the prompt: the feature draft "
-                   "reads the target's hidden states, so it cannot draft before they exist (counted as a target pass).")
+        st.caption(F.FEATURE_PREFILL)
 
     done = replay.shown() if "resolve" in upto else replay.shown()[:-1]
     tok = models.tokenizer
@@ -178,51 +166,19 @@ def view():
     st.markdown(F.token_chips(chips) if chips else "<i>nothing yet</i>", unsafe_allow_html=True)
     s = spec_summary(done)
     # the counters add a cycle when its tokens are decided: say so while one is on screen half-way
-    st.caption(f"Totals over {len(done)} decided cycle{'s' if len(done) != 1 else ''}"
-               + (f" · cycle {cycle.cycle + 1}'s passes and tokens are added at its stage 4, when its new token "
-                  "is decided" if len(done) < len(replay.shown()) else ""))
-    m = st.columns(6)
-    m[0].metric("Target passes", s["target_passes"],
-                help=f"{s['verify_passes']} verify pass{'es' if s['verify_passes'] != 1 else ''}"
-                     + (f" + {s['prefill_passes']} prefill pass over the prompt" if s["prefill_passes"] else ""))
-    m[1].metric("Draft passes", s["draft_passes"])
-    m[2].metric("Tokens per verify pass", f"{s['mean_acceptance_length']:.2f}" if s["verify_passes"] else "—",
-                help="Mean acceptance length: output tokens / verify passes, including each pass's bonus or "
-                     "correction token" + (" (the prefill pass is not a verify pass)." if s["prefill_passes"] else "."))
-    m[3].metric("Accepted ÷ ruled on", "—" if s["acceptance_rate"] is None else f"{s['acceptance_rate']:.0%}",
-                help="Acceptance rate per drafted token the verifier ruled on: the estimate of a in the speedup "
-                     "formulas. Drafts after a cycle's first rejection are never ruled on.")
-    m[4].metric("Accepted ÷ proposed", "—" if s["draft_acceptance_rate"] is None
-                else f"{s['draft_acceptance_rate']:.0%}",
-                help="Accepted / every drafted token, ruled on or not: vLLM's \"draft acceptance rate\" "
-                     "(spec_decode_num_accepted_tokens ÷ num_draft_tokens). Far below the rate at its left at a "
-                     "large K, where most drafts come after a rejection.")
-    m[5].metric("Target alone would need", f"{s['plain_target_passes']} pass{'es' if s['plain_target_passes'] != 1 else ''}")
-    if s["per_position"]:
-        st.caption("Acceptance by draft position: " + " · ".join(
-            f"{i + 1}: {a:.0%} ({r})" for i, (a, r) in enumerate(zip(s["per_position"], s["reached"]))))
+    st.caption(F.totals_caption(len(done), len(replay.shown()), cycle))
+    for column, (name, value, about) in zip(st.columns(6), F.summary_metrics(s)):
+        column.metric(name, value, help=about)
+    if F.positions_caption(s):
+        st.caption(F.positions_caption(s))
 
 
 view()
 play_speed("spec")
-with st.expander("Export this run as a lesson: one HTML file that steps offline, no Python needed"):
-    st.caption("The whole run with every chart of this page, the prompt and settings, and the same Step / Back / Play "
-               "keys, in one file (about 2 MB for 64 tokens) that opens in any browser without a network. "
-               "`python -m specviz export --prompt … --out lesson.html` makes the same from the command line.")
-    if st.button("Prepare the lesson", key="sp_export"):
-        with st.spinner("Recording the whole run…"):
-            try:
-                replay.recording.fetch_until(10_000)
-                st.session_state["sp_lesson"] = (params, speculative_lesson(
-                    list(replay.events), models.tokenizer, ids, settings.prompt,
-                    dict(drafter=kind, K=k, verification=mode, max_new_tokens=max_new, dynamic_K=dynamic,
-                         **(dict(temperature=temperature, top_p=top_p, seed=int(seed)) if sampling else {}))))
-            except SpecVizError as e:
-                st.error(md_escape(str(e)))
-    saved = st.session_state.get("sp_lesson")
-    if saved and saved[0] == params:
-        st.download_button(f"Download lesson.html ({len(saved[1].encode()) / 1e6:.1f} MB)", saved[1],
-                           file_name="specviz_lesson.html", mime="text/html", key="sp_lesson_dl", on_click="ignore")
+export_lesson("sp", "speculative", params, [replay], lambda: speculative_views(
+    list(replay.events), models.tokenizer, ids, k, kind, dynamic, max_new), settings.prompt,
+    dict(drafter=kind, K=k, verification=mode, max_new_tokens=max_new, dynamic_K=dynamic,
+         **(dict(temperature=temperature, top_p=top_p, seed=int(seed)) if sampling else {})))
 # Outside the cycle's fragment: drawn when the page opens (the browser loads its chart library while the learner
 # reads, not on the first click) and never again while stepping (a Step reruns only the fragment)
 st.markdown(f"**What K = {k} buys.** If each drafted token is accepted with probability $a$, independently, a verify "

@@ -8,11 +8,14 @@ import streamlit as st
 from ui.common import (ON_OFF, chart, controls, encode, figure, get_models, get_replay, keep, link, linked,
                        play_interval, play_speed, play_tick, sidebar, slider)
 from ui.learner import count_prediction
+from ui.lesson import export_lesson
 
 from specviz.drafters import make_drafter
 from specviz.drafters.medusa import MedusaDrafter
 from specviz.errors import SpecVizError
 from specviz.figures import md_escape
+from specviz.figures import tree as T
+from specviz.lesson import tree_views
 from specviz.figures.tree import (break_even_figure, chain_vs_tree_figure, fit_figure, mask_figure, tree_figure,
                                   verify_cost_figure)
 from specviz.sampling import SamplingConfig
@@ -161,9 +164,7 @@ def view():
     if predict and replay.phase == 0 and cycle.nodes:  # the heading would give the answer away
         st.markdown(f"**Cycle {cycle.cycle + 1}** · {len(cycle.nodes)} nodes drafted · your prediction first")
     else:
-        st.markdown(f"**Cycle {cycle.cycle + 1}** · " + (f"{len(cycle.nodes)} nodes · accepted path of {cycle.accepted} + "
-                                                         if cycle.nodes else "no tree · ")
-                    + f"{cycle.new_origin} token “{md_escape(cycle.new_text)}”" + (" · done" if replay.at_end else ""))
+        st.markdown(T.heading(cycle, replay.at_end))
     hidden = predict and replay.phase == 0 and bool(cycle.nodes)
     if cycle.nodes:
         chart(figure(tree_figure, cycle, token_text(models.tokenizer, context[-1]), hidden), key="tree_fig")
@@ -173,38 +174,19 @@ def view():
                 return
         chart(figure(mask_figure, cycle), key="mask_fig")
     else:  # the engine drafts no path past Max new tokens: with one token left there is nothing to draft
-        st.caption(f"No tree this cycle: one token was left of the {max_new} this page generates, so nothing was "
-                   "drafted and the target's one pass gives that token itself, as plain decoding would.")
-    st.caption(f"Target KV cache: {cycle.target_cache.before} entries after the verify pass (context + every node) "
-               f"→ {cycle.target_cache.after} after the gather (context + the accepted path).")
-    tokens = sum(len(c.emitted) for c in done)
-    verify, prefill = len(done), sum(c.prefill for c in done)
-    m = st.columns(4)
-    m[0].metric("Tokens", tokens)
-    m[1].metric("Target passes", verify + prefill,
-                help=f"{verify} verify pass{'es' if verify != 1 else ''}"
-                     + (f" + {prefill} prefill pass over the prompt" if prefill else ""))
-    m[2].metric("Tokens per verify pass", f"{tokens / verify:.2f}",
-                help="Mean acceptance length, as on the Speculative decoding page: output tokens / verify passes, "
-                     "each pass's correction, resampled or bonus token included.")
-    m[3].metric("Tokens per target pass", f"{tokens / (verify + prefill):.2f}",
-                help="The prefill pass counted too (the drafter reads the target's states, so it needs one first): "
-                     "the figure the model card reports.")
-    rule = {"greedy": "Greedy: the walk takes the child equal to the target's argmax, so the output is plain "
-                      "greedy's" + (" (typical acceptance too: at T = 0 it is exact match)." if typical else "."),
-            "sampling": "Sampling: children are tried in turn, each against the residual the earlier rejections left "
-                        "(multi-draft recursive rejection sampling): exactly the target's distribution.",
-            "typical": "Typical acceptance (LOSSY): a node passes when p(x) clears min(ε, δ·exp(−H(p))) under its "
-                       "parent; of the longest passing paths the likeliest is kept, and the target adds p's argmax "
-                       "after it. No draw decides anything: the output is not distributed as the target's."}
-    st.caption("Colour and shape: the verdict (● accepted, ✕ rejected, ○ not reached). Opacity: the draft's "
-               "confidence q in that token (fainter: less sure). The star after the accepted path is the token the "
-               "target adds itself (correction, resampled or bonus): it is not drafted, so it is not a node of the "
-               "tree. " + rule[cycle.verify_mode] + " Hover a node for its path from the root, p, q and the verdict.")
+        st.caption(T.no_tree_caption(max_new))
+    st.caption(T.cache_caption(cycle))
+    for column, (name, value, about) in zip(st.columns(4), T.metrics(done)):
+        column.metric(name, value, help=about)
+    st.caption(T.legend_caption(cycle, typical))
 
 
 view()
 play_speed("tree")
+export_lesson("tr", "tree", params, [replay], lambda: tree_views(list(replay.events), models.tokenizer, ids, max_new,
+                                                                  typical), settings.prompt,
+              dict(drafter=choice, budget=budget, depth=depth, verification=mode, max_new_tokens=max_new,
+                   **(dict(epsilon=epsilon, delta=delta) if typical else {})))
 
 with st.expander("Why not just take the longest accepted path? (sampling)", expanded=False):
     st.markdown(

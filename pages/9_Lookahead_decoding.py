@@ -4,10 +4,12 @@ import streamlit as st
 
 from ui.common import (chart, controls, encode, figure, get_models, get_replay, link, play_interval, play_speed,
                        play_tick, sidebar, slider)
+from ui.lesson import export_lesson
 
-from specviz.figures import label_plain, md_escape
+from specviz.figures import lookahead as L
 from specviz.figures.lookahead import candidates_figure, jacobi_figure, mask_figure, progress_figure, window_figure
 from specviz.engine.lookahead import jacobi_steps, lookahead_steps
+from specviz.lesson import lookahead_views
 
 settings = sidebar()
 st.title("Lookahead decoding")
@@ -45,50 +47,25 @@ def view():
     done = replay.shown()
     jacobi.seek(step.step)  # plain Jacobi after the same number of target passes
     jac = jacobi.current()
-    texts = step.texts
-    def n_(count, word):  # "1 token", "2 tokens"
-        return f"{count} {word}{'s' if count != 1 else ''}"
-
-    how = (f"candidate {step.best} matched {n_(step.matched[step.best], 'token')}" if step.best >= 0
-           else "no candidate matched" if step.candidates else
-           "nothing to verify yet: the pool is still empty" if step.pool_size == step.added else
-           f"nothing to verify: no n-gram in the pool starts with the last token "
-           f"“{md_escape(label_plain(texts.get(step.root, '?')))}”")
-    st.markdown(f"**Target pass {step.step + 1}** · {how} → {n_(len(step.emitted), 'token')}: "
-                + " ".join(f"“{md_escape(label_plain(texts[x]))}”" for x in step.emitted)
-                + f" · pool {n_(step.pool_size, 'n-gram')}" + (" · done" if replay.at_end else ""))
+    st.markdown(L.heading(step, replay.at_end))
     # full width: at W = 10 a half-width column leaves no room for the cells' text
     chart(figure(window_figure, step), key="la_window_fig")
     chart(figure(candidates_figure, step), key="la_cand_fig")
-    st.caption(f"Target KV cache: {step.target_cache.before} entries after the pass (context + window + "
-               f"candidates) → {step.target_cache.after} kept (context + the accepted candidate's tokens). "
-               "The window's and the rejected candidates' entries are dropped: they were computed under the mask, "
-               "not as part of the output.")
-    tokens = sum(len(s.emitted) for s in done)
-    jac_done = jacobi.shown()
-    jac_tokens = sum(len(s.emitted) for s in jac_done)
-    m = st.columns(4)
-    m[0].metric("Target passes", len(done))
-    m[1].metric("Tokens (lookahead)", tokens, help="emitted after this many target passes")
-    m[2].metric("Tokens per pass (lookahead)", f"{tokens / len(done):.2f}")
-    m[3].metric("Tokens per pass (plain Jacobi)", f"{jac_tokens / len(jac_done):.2f}" if jac_done else "—")
+    st.caption(L.cache_caption(step))
+    for column, (name, value, about) in zip(st.columns(4), L.metrics(done, jacobi.shown())):
+        column.metric(name, value, help=about)
     if jac is not None:
         chart(figure(jacobi_figure, jac), key="la_jacobi_fig")
-        st.caption("Plain Jacobi iteration (no pool) on the same prompt: every guess is replaced by the target's "
-                   "output after the guesses before it. A guess is exact only when every guess before it was, so "
-                   "it converges to greedy's output but seldom gains more than one token per pass: the reason "
-                   "lookahead keeps the n-grams the iteration produces.")
+        st.caption(L.JACOBI_CAPTION)
     chart(progress_figure(done, jacobi.shown()), key="la_progress")
     with st.expander("The attention mask of this pass"):
         chart(figure(mask_figure, step), key="la_mask_fig")
-        st.caption("Window cell (level l, column i) continues level 0's columns 0..i and its own column's lower "
-                   "levels, at position id t + 1 + i + l; candidate token j sits at t + 1 + j and sees its own "
-                   "earlier tokens. Nothing sees across branches, so one pass does both jobs.")
-    st.caption("On this 2-core CPU a forward over ~30 positions costs several times one over 1 position, so "
-               "lookahead usually LOSES wall-clock time here even when it gains tokens per pass (see the "
-               "benchmark in the README); on a GPU a decode forward is memory-bound and extra positions are "
-               "nearly free, which is where lookahead pays.")
+        st.caption(L.MASK_CAPTION)
+    st.caption(L.CPU_CAPTION)
 
 
 view()
 play_speed("lookahead")
+export_lesson("la", "lookahead", params, [replay, jacobi], lambda: lookahead_views(list(replay.events),
+                                                                                   list(jacobi.events)),
+              settings.prompt, dict(window=window, ngram=ngram, guesses=guesses, max_new_tokens=max_new))

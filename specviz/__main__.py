@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from specviz.errors import SpecVizError
@@ -68,14 +69,30 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--draft", default=None, help="Hugging Face id or local folder of a draft model")
     d.add_argument("--device", default=None, help="cpu, cuda or auto (default)")
     d.add_argument("--json", action="store_true", help="print one JSON object")
-    e = sub.add_parser("export", help="a recorded speculative run as ONE self-contained HTML lesson (offline)")
-    e.add_argument("--method", choices=["speculative"], default="speculative")
+    e = sub.add_parser("export", help="a recorded run of a step page as ONE self-contained HTML lesson (offline)")
+    e.error = _one_line  # bad input: one line and exit 2 (argparse would print its usage first)
+    e.add_argument("--method", choices=["beam", "speculative", "tree", "lookahead"], default="speculative")
     e.add_argument("--prompt", required=True)
     e.add_argument("--chat", action="store_true", help="wrap the prompt in the tokenizer's chat template")
-    e.add_argument("--max-new-tokens", type=int, default=48)
-    e.add_argument("--k", type=int, default=4)
-    e.add_argument("--drafter", choices=["feature", "token", "ngram", "early-exit"], default=None)
-    e.add_argument("--temperature", type=float, default=0.0, help="0 = greedy verification")
+    e.add_argument("--max-new-tokens", type=int, default=64)
+    e.add_argument("--num-beams", type=int, default=4, help="beam: beam width B")
+    e.add_argument("--length-penalty", type=float, default=1.0, help="beam: score = log p / length^penalty")
+    e.add_argument("--top", type=int, default=3, help="beam: pruned candidates shown per beam")
+    e.add_argument("--k", type=int, default=4, help="speculative: draft tokens per cycle")
+    e.add_argument("--dynamic-k", action="store_true", help="speculative: K grows after full acceptance, shrinks after a rejection")
+    e.add_argument("--drafter", choices=["feature", "token", "ngram", "early-exit"], default=None,
+                   help="speculative: default the feature draft (embedded target)")
+    e.add_argument("--early-exit-layers", type=int, default=4)
+    e.add_argument("--tree", choices=["eagle2", "medusa", "chain"], default="eagle2",
+                   help="tree: EAGLE-2, the Medusa heads, or the feature draft's chain")
+    e.add_argument("--tree-budget", type=int, default=16, help="tree: verify budget N (nodes)")
+    e.add_argument("--tree-depth", type=int, default=6, help="tree: deepest drafted position")
+    e.add_argument("--typical", default=None, metavar="EPS,DELTA", help="tree --tree medusa: typical acceptance")
+    e.add_argument("--window", type=int, default=5, help="lookahead: window W")
+    e.add_argument("--ngram", type=int, default=4, help="lookahead: n-gram size N")
+    e.add_argument("--guesses", type=int, default=5, help="lookahead: candidates verified per pass G")
+    e.add_argument("--temperature", type=float, default=0.0, help="speculative, tree: 0 = greedy verification")
+    e.add_argument("--top-p", type=float, default=1.0, help="speculative: nucleus sampling")
     e.add_argument("--seed", type=int, default=0)
     e.add_argument("--out", required=True, help="the .html file to write")
     r = sub.add_parser("drill", help="an exercise with an exact answer (formulas, or the embedded model's own numbers)")
@@ -87,30 +104,91 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _one_line(message: str):
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def _check_export(a) -> None:
+    """Every option checked before the model loads: bad input fails fast, in one line."""
+    check_text(a.prompt)
+    if not 1 <= a.max_new_tokens <= 512:
+        raise SpecVizError(f"--max-new-tokens must be 1..512; got {a.max_new_tokens}.")
+    if a.method == "beam" and not (1 <= a.num_beams <= 16 and 1 <= a.top <= 6 and -5 <= a.length_penalty <= 5):
+        raise SpecVizError(f"--num-beams must be 1..16, --top 1..6 and --length-penalty -5..5; got {a.num_beams}, "
+                           f"{a.top}, {a.length_penalty}.")
+    if a.method == "speculative" and not (1 <= a.k <= 16 and 1 <= a.early_exit_layers <= 29):
+        raise SpecVizError(f"--k must be 1..16 and --early-exit-layers 1..29; got {a.k}, {a.early_exit_layers}.")
+    if a.method == "tree" and not (1 <= a.tree_budget <= 64 and 1 <= a.tree_depth <= 16):
+        raise SpecVizError(f"--tree-budget must be 1..64 and --tree-depth 1..16; got {a.tree_budget}, {a.tree_depth}.")
+    if a.typical is not None and not (a.method == "tree" and a.tree == "medusa"):
+        raise SpecVizError("--typical applies to --method tree --tree medusa only.")
+    if a.typical is not None:
+        parse_typical(a.typical)
+    if a.method == "lookahead" and not (1 <= a.window <= 10 and 2 <= a.ngram <= 6 and 0 <= a.guesses <= 10):
+        raise SpecVizError(f"--window must be 1..10, --ngram 2..6 and --guesses 0..10; got {a.window}, {a.ngram}, "
+                           f"{a.guesses}.")
+    if a.temperature and a.method in ("beam", "lookahead"):
+        raise SpecVizError(f"--method {a.method} is greedy here: leave out --temperature (or pass 0).")
+    out = os.path.dirname(os.path.abspath(a.out))
+    if not os.path.isdir(out) or os.path.isdir(a.out):
+        raise SpecVizError(f"--out {a.out!r}: not a file in an existing folder.")
+
+
 def export(a) -> int:
-    """python -m specviz export: record a speculative run and write it as one self-contained HTML lesson."""
+    """python -m specviz export: record a whole run of one step page's method and write it as one offline lesson."""
+    _check_export(a)  # before torch loads: bad input answers at once
+    from specviz import lesson
     from specviz.drafters import drafter_choices, make_drafter
-    from specviz.lesson import speculative_lesson
+    from specviz.engine.beam import beam_steps
+    from specviz.engine.lookahead import jacobi_steps, lookahead_steps
+    from specviz.engine.plain import plain_steps
+    from specviz.engine.speculative import speculative_steps
+    from specviz.engine.step import run_steps
+    from specviz.engine.tree import tree_speculative_steps
     from specviz.models import load_models
     from specviz.prompting import context_size, encode_prompt
     from specviz.sampling import SamplingConfig
-    from specviz.engine.speculative import speculative_steps
 
-    check_text(a.prompt)
-    if not 1 <= a.max_new_tokens <= 512 or not 1 <= a.k <= 16:
-        raise SpecVizError(f"--max-new-tokens must be 1..512 and --k 1..16; got {a.max_new_tokens}, {a.k}.")
-    cfg = SamplingConfig(a.temperature, 0, 1.0, a.seed).validate()
+    cfg = SamplingConfig(a.temperature, 0, a.top_p if a.temperature else 1.0, a.seed).validate()
     models = load_models()
-    ids = encode_prompt(models.tokenizer, a.prompt, a.chat, context_size(models.target), a.max_new_tokens)
-    kind = a.drafter or next(iter(drafter_choices(models).values()))
-    cycles = list(speculative_steps(models.target, make_drafter(kind, models), models.tokenizer, ids,
-                                    a.max_new_tokens, a.k, cfg, False, k_max=16))
-    page = speculative_lesson(cycles, models.tokenizer, ids, a.prompt, dict(
-        drafter=kind, K=a.k, verification="greedy" if not a.temperature else f"sampling T={a.temperature}",
-        max_new_tokens=a.max_new_tokens, seed=a.seed))
-    with open(a.out, "w", encoding="utf-8") as f:
-        f.write(page)
-    print(f"wrote {a.out}: {len(page.encode()) / 1e6:.2f} MB, {len(cycles)} cycles", file=sys.stderr)
+    model, tok, n = models.target, models.tokenizer, a.max_new_tokens
+    ids = encode_prompt(tok, a.prompt, a.chat, context_size(model), n)
+    verification = "greedy" if not a.temperature else f"sampling T={a.temperature}"
+    if a.method == "beam":
+        steps, _ = run_steps(beam_steps(model, tok, ids, a.num_beams, n, a.length_penalty, a.top))
+        greedy = run_steps(plain_steps(model, tok, ids, n))[1]
+        views = lesson.beam_views(steps, tok, greedy.token_ids, greedy.logprob, a.num_beams, a.length_penalty)
+        settings = dict(beams=a.num_beams, length_penalty=a.length_penalty, max_new_tokens=n, top_per_beam=a.top)
+    elif a.method == "speculative":
+        kind = a.drafter or next(iter(drafter_choices(models).values()))
+        drafter = make_drafter(kind, models, early_exit_layers=a.early_exit_layers)
+        steps, _ = run_steps(speculative_steps(model, drafter, tok, ids, n, a.k, cfg, a.dynamic_k, k_max=16))
+        views = lesson.speculative_views(steps, tok, ids, a.k, kind, a.dynamic_k, n)
+        settings = dict(drafter=kind, K=a.k, verification=verification, max_new_tokens=n, dynamic_K=a.dynamic_k,
+                        **(dict(top_p=a.top_p, seed=a.seed) if a.temperature else {}))
+    elif a.method == "tree":
+        kind = "feature" if a.tree == "chain" else a.tree
+        drafter = make_drafter(kind, models)
+        typical = parse_typical(a.typical) if a.typical is not None else None
+        steps, _ = run_steps(tree_speculative_steps(model, drafter, tok, ids, n, budget=a.tree_budget,
+                                                    depth=a.tree_depth, cfg=cfg, typical=typical))
+        views = lesson.tree_views(steps, tok, ids, n, typical)
+        settings = dict(drafter=a.tree, budget=a.tree_budget, depth=a.tree_depth, verification=verification,
+                        max_new_tokens=n, **(dict(typical=a.typical) if typical else {}))
+    else:
+        steps, _ = run_steps(lookahead_steps(model, tok, ids, n, a.window, a.ngram, a.guesses))
+        jacobi, _ = run_steps(jacobi_steps(model, tok, ids, n, a.window))
+        views = lesson.lookahead_views(steps, jacobi)
+        settings = dict(window=a.window, ngram=a.ngram, guesses=a.guesses, max_new_tokens=n)
+    page = lesson.lesson_page(a.method, views, a.prompt, settings)
+    try:
+        with open(a.out, "w", encoding="utf-8") as f:
+            f.write(page)
+    except OSError as e:
+        raise SpecVizError(f"--out {a.out!r}: {e.strerror}.") from None
+    print(f"wrote {a.out}: {len(page.encode()) / 1e6:.2f} MB, {len(steps)} events, "
+          f"{sum(len(v.titles) for v in views)} steps", file=sys.stderr)
     return 0
 
 

@@ -1,5 +1,6 @@
-"""The exported lesson (issue 40, first slice): one self-contained HTML file that steps offline, drawn by the same
-figure builders as the Speculative page; hostile prompt text stays text; no request leaves the page."""
+"""The exported lesson (issue 40): one self-contained HTML file per step page's run (beam, speculative, tree,
+lookahead) that steps offline. At every step the file shows the page's own charts (figure JSON equal to what the page
+draws), its heading, captions and metrics; hostile prompt text stays text; no request leaves the page."""
 import json
 import os
 import re
@@ -12,90 +13,71 @@ import pytest
 from conftest import browser  # noqa: F401  (the shared Chromium fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
-HOSTILE = "<script>alert(1)</script><img src=x onerror=alert(2)> Repeat: sum a list"
+HOSTILE = "<script>alert(1)</script><img src=x onerror=alert(2)> Repeat: sum a list **bold** \\*"
+METHODS = ["beam", "speculative", "tree", "lookahead"]
+# method: (page, its key prefix for the export, its replay's name, settings that keep the run short)
+PAGES = {"beam": ("pages/1_Beam_search.py", "bm", "beam", {"bm_max": 4}),
+         "speculative": ("pages/2_Speculative_decoding.py", "sp", "spec", {"sp_max": 8}),
+         "tree": ("pages/7_Tree_speculation.py", "tr", "tree", {"tr_budget": 4, "tr_depth": 2}),
+         "lookahead": ("pages/9_Lookahead_decoding.py", "la", "lookahead", {"la_max_new": 8})}
+OUTSIDE = {"speculative": 1}  # charts a page draws outside its step view (the Speculative page's "What K buys")
 
 
-@pytest.fixture(scope="module")
-def lesson(tmp_path_factory):
-    out = tmp_path_factory.mktemp("lesson") / "lesson.html"
-    res = subprocess.run([sys.executable, "-m", "specviz", "export", "--prompt", HOSTILE, "--chat",
-                          "--max-new-tokens", "16", "--out", str(out)], cwd=ROOT, capture_output=True, text=True,
-                         timeout=600)
-    assert res.returncode == 0, res.stderr[-2000:]
-    return out
+def export(*args, timeout=900):
+    return subprocess.run([sys.executable, "-m", "specviz", "export", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout)
 
 
-def test_the_file_is_self_contained_and_escaped(lesson):
-    text = lesson.read_text()
-    assert not re.search(r"(?:src|href)\s*=\s*[\"']?(?:https?:)?//", text)  # no external script, style or link
-    assert "http://" not in text and "https://" not in text
-    assert "<script>alert(1)" not in text and "&lt;script&gt;alert(1)" in text
-    assert len(text.encode()) < 5e6
+# ---------------------------------------------------------------- model-free
+@pytest.mark.fast
+def test_the_file_is_self_contained_and_escaped():
+    import plotly.graph_objects as go
+
+    from specviz.lesson import Pool, View, figure_json, lesson_page, shown, unpack
+
+    views = [View(Pool(), ["**Step 1** · " + HOSTILE, "**Step 1** · later"])]
+    fig = go.Figure(go.Bar(x=[HOSTILE, "b"], y=[1, 2]))
+    views[0].fig(fig)
+    views[0].text("caption: " + HOSTILE, at=1, style="caption")
+    views[0].metrics([("tokens", "3", HOSTILE)], until=1)
+    page = lesson_page("beam", views, HOSTILE, {"drafter": HOSTILE})
+    assert not re.search(r"(?:src|href)\s*=\s*[\"']?(?:https?:)?//", page)  # no external script, style or link
+    assert "http://" not in page and "https://" not in page
+    assert "<script>alert(1)" not in page and page.count("&lt;script&gt;alert(1)") == 2  # the prompt, the settings
+    data = unpack(page)
+    title, later = data["views"][0]["titles"]
+    assert "<script>" not in title and "&lt;script&gt;" in title and title.startswith("<b>Step 1</b>")
+    assert [p["kind"] for p in shown(data, 0, 0)] == ["fig", "metrics"]
+    assert [p["kind"] for p in shown(data, 0, 1)] == ["fig", "html"]
+    assert shown(data, 0, 0)[0]["value"] == figure_json(fig)
+    assert "<img" not in shown(data, 0, 1)[0]["value"]
 
 
-def test_the_lessons_charts_are_the_pages_figure_builders(models):
-    from specviz.drafters import make_drafter
-    from specviz.figures import spec_cycle as F
-    from specviz.lesson import cycle_view
-    from specviz.prompting import prompt_ids
-    from specviz.sampling import SamplingConfig
-    from specviz.engine.speculative import speculative_steps
+@pytest.mark.fast
+def test_the_pages_markdown_becomes_escaped_html():
+    from specviz.lesson import _markdown
 
-    ids = prompt_ids(models.tokenizer, "Write a Python function that returns the sum of a list.")
-    cycles = list(speculative_steps(models.target, make_drafter("feature", models), models.tokenizer, ids, 12, 4,
-                                    SamplingConfig(0.0), False))
-    view = cycle_view(cycles[0], models.tokenizer, ids)
-    figs = [p["value"] for p in view["parts"] if p["kind"] == "fig"]
-    same = json.loads(F.verify_pass(cycles[0]).to_json())
-    assert any(f["layout"]["title"] == same["layout"]["title"] and f["data"][0]["y"] == same["data"][0]["y"]
-               for f in figs)
-    assert [p["stage"] for p in view["parts"]][:4] == ["draft"] * 4 and view["stages"][-1] == "cache"
+    assert _markdown("**4 · Rejected:** “\\*a\\*” *stage* <b>") == \
+        "<b>4 · Rejected:</b> “&#42;a&#42;” <i>stage</i> &lt;b&gt;"
+    assert _markdown("one  \ntwo") == "one<br>two"
 
 
-@pytest.mark.browser
-@pytest.mark.skipif(os.environ.get("SPECVIZ_SKIP_BROWSER") == "1", reason="SPECVIZ_SKIP_BROWSER=1")
-def test_the_lesson_steps_offline_with_buttons_and_keys(lesson, browser):
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
-    requests, errors = [], []
-    page.route(re.compile(r"^(?!file:).*"), lambda route: (requests.append(route.request.url), route.abort()))
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(lesson.as_uri() + "?step=1.2")
-    page.wait_for_function("window.lessonReady === true", timeout=60_000)
-    assert page.locator("#stage").inner_text().startswith("Cycle 1") and "draft 2/" in page.locator("#stage").inner_text()
-    first = page.locator("#where").inner_text()
-    page.keyboard.press("ArrowRight")
-    page.get_by_role("button", name="Step ▶").click()
-    page.keyboard.press("ArrowLeft")
-    assert page.locator("#where").inner_text() != first
-    page.locator("#slider").fill("9")
-    page.wait_for_function("window.lessonDraws > 3", timeout=30_000)
-    assert page.locator(".js-plotly-plot").count() >= 1
-    assert "<script>" in page.locator("#prompt").inner_text()  # shown as text, never run
-    import time
-    t0 = time.perf_counter()
-    page.keyboard.press("ArrowRight")
-    page.wait_for_timeout(50)
-    (ROOT / "test-artifacts").mkdir(exist_ok=True)
-    (ROOT / "test-artifacts" / "lesson_step_ms.txt").write_text(f"{(time.perf_counter() - t0) * 1000:.0f} ms\n")
-    assert not requests, requests  # nothing left the page
-    assert not errors, errors
-    page.close()
-
-
-def test_the_speculative_page_exports_its_run():
-    from streamlit.testing.v1 import AppTest
-
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
-    at.run()
-    at.switch_page("pages/2_Speculative_decoding.py").run()
-    at.slider(key="sp_max").set_value(16).run()
-    at.button(key="sp_export").click().run()
-    assert not at.exception
-    params, page = at.session_state["sp_lesson"]
-    assert page.startswith("<!doctype html>") and "Write a Python function" in page
-    assert any(getattr(e, "proto", None) is not None and "Download lesson.html" in str(e.proto)
-               for e in at.get("download_button"))
+@pytest.mark.fast
+@pytest.mark.parametrize("args, says", [
+    (["--method", "greedy", "--prompt", "x", "--out", "x.html"], "invalid choice"),
+    (["--prompt", "x", "--out", "/no/such/folder/x.html"], "not a file in an existing folder"),
+    (["--prompt", "x", "--k", "99", "--out", "x.html"], "--k must be 1..16"),
+    (["--method", "beam", "--prompt", "x", "--temperature", "0.7", "--out", "x.html"], "greedy here"),
+    (["--method", "lookahead", "--prompt", "x", "--window", "0", "--out", "x.html"], "--window must be"),
+    (["--method", "tree", "--prompt", "x", "--typical", "0.1,0.3", "--out", "x.html"], "--tree medusa only"),
+    (["--prompt", "", "--out", "x.html"], ""),
+    (["--prompt", "x", "--max-new-tokens", "lots", "--out", "x.html"], "invalid int value"),
+])
+def test_bad_input_gets_one_line_and_exit_2(args, says):
+    res = export(*args, timeout=120)
+    assert res.returncode == 2, res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr, res.stderr
+    assert res.stderr.startswith("error: ") and says in res.stderr
 
 
 @pytest.mark.fast
@@ -108,3 +90,111 @@ def test_the_readme_lesson_is_made_by_todays_player():
     tail = TEMPLATE.split('const DATA = "{data}";')[1].replace("{{", "{").replace("}}", "}")
     assert kept.split('const DATA = "')[1].split('";', 1)[1] == tail
     assert "docs/lesson.html" in (ROOT / "README.md").read_text() and len(kept.encode()) < 5e6
+
+
+# ---------------------------------------------------------------- the page and its file, step by step
+def page_texts(at) -> set:
+    from specviz.lesson import _markdown
+
+    return {_markdown(e.value) for kind in ("markdown", "caption", "info") for e in at.get(kind)}
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_every_step_of_the_file_is_the_pages_step(method):
+    """The page exports its run; then the page is stepped from the start, and at each step the file's charts (figure
+    JSON), heading, captions and metrics at the same step are the page's."""
+    from streamlit.testing.v1 import AppTest
+
+    from specviz.lesson import shown, unpack
+
+    path, prefix, name, settings = PAGES[method]
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=600)
+    at.run()
+    at.switch_page(path).run()
+    for key, value in settings.items():
+        at.slider(key=key).set_value(value).run()
+    at.button(key=f"{prefix}_export").click().run()
+    assert not at.exception, at.exception
+    assert any("Download lesson.html" in str(e.proto) for e in at.get("download_button"))
+    page = at.session_state[f"{prefix}_lesson"][1]
+    assert page.startswith("<!doctype html>") and len(page.encode()) < 5e6
+    data = unpack(page)
+    steps = [(v, p) for v, view in enumerate(data["views"]) for p in range(len(view["titles"]))]
+    assert len(data["views"]) >= 2
+    for v, p in steps:
+        at.button(key=f"{name}_step").click().run()
+        assert not at.exception, at.exception
+        parts = shown(data, v, p)
+        figures = [x["value"] for x in parts if x["kind"] == "fig"]
+        charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+        assert len(charts) == len(figures) + OUTSIDE.get(method, 0), (v, p)
+        for i, (chart, fig) in enumerate(zip(charts, figures)):
+            assert chart == fig, f"step {v + 1}.{p + 1}, chart {i}: not the page's"
+        texts = page_texts(at)
+        assert data["views"][v]["titles"][p] in texts, (v, p)
+        for x in parts:
+            if x["kind"] == "html" and not x.get("raw"):
+                assert x["value"] in texts, (v, p, x["value"][:80])
+        metrics = [(m.label, m.value) for m in at.metric]
+        for x in parts:
+            if x["kind"] == "metrics":
+                rows = [(name_, value) for name_, value, *_ in x["value"]]
+                assert any(metrics[i: i + len(rows)] == rows for i in range(len(metrics))), (v, p, rows, metrics)
+    assert at.button(key=f"{name}_step").disabled  # the file ends where the page's run does
+
+
+# ---------------------------------------------------------------- offline in Chromium
+@pytest.fixture(scope="module", params=METHODS)
+def lesson(request, tmp_path_factory):
+    out = tmp_path_factory.mktemp("lesson") / f"{request.param}.html"
+    res = export("--method", request.param, "--prompt", HOSTILE, "--chat", "--max-new-tokens", "12", "--out", str(out))
+    assert res.returncode == 0, res.stderr[-2000:]
+    return request.param, out
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(os.environ.get("SPECVIZ_SKIP_BROWSER") == "1", reason="SPECVIZ_SKIP_BROWSER=1")
+def test_the_lesson_steps_offline_with_buttons_and_keys(lesson, browser):
+    method, path = lesson
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    requests, errors = [], []
+    page.route(re.compile(r"^(?!file:).*"), lambda route: (requests.append(route.request.url), route.abort()))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    start = "2.2" if method == "speculative" else "2"  # an app link's ?step=: event 2 (phase 2)
+    page.goto(path.as_uri() + "?step=" + start)
+    page.wait_for_function("window.lessonReady === true", timeout=60_000)
+
+    def drawn(at: str):  # the step is on screen and every chart of it fired plotly_afterplot
+        page.wait_for_function("s => window.lessonStep.at === s && window.lessonStep.drawn === window.lessonStep.charts"
+                               " && window.lessonStep.charts > 0", arg=at, timeout=30_000)
+        assert page.locator("#view .js-plotly-plot").count() == page.evaluate("window.lessonStep.charts")
+
+    drawn(start)
+    assert page.locator("#where").inner_text().startswith(f"step {start} ")
+    assert page.locator("#stage").inner_text().startswith("Cycle 2" if method in ("speculative", "tree") else
+                                                          "Step 2" if method == "beam" else "Target pass 2")
+    after = "2.3" if method == "speculative" else "3"
+    page.keyboard.press("ArrowRight")
+    drawn(after)
+    page.get_by_role("button", name="◀ Back").click()
+    drawn(start)
+    page.get_by_role("button", name="Step ▶").click()
+    drawn(after)
+    page.keyboard.press("ArrowLeft")
+    drawn(start)
+    page.keyboard.press(" ")  # Space plays, Space again pauses
+    page.wait_for_function("s => window.lessonStep.at !== s", arg=start, timeout=5_000)
+    page.keyboard.press(" ")
+    drawn(page.evaluate("window.lessonStep.at"))
+    last = int(page.locator("#slider").get_attribute("max"))
+    page.locator("#slider").fill(str(last))
+    drawn(page.evaluate("window.lessonStep.at"))
+    assert page.locator("#where").inner_text().endswith(f"({last + 1} of {last + 1})")
+    assert page.locator("#prompt").inner_text() == HOSTILE  # shown as text, never run
+    assert page.evaluate("document.querySelectorAll('img').length") == 0
+    (ROOT / "test-artifacts").mkdir(exist_ok=True)
+    page.screenshot(path=str(ROOT / "test-artifacts" / f"lesson_{method}.png"), full_page=True)
+    assert not requests, requests  # nothing left the page
+    assert not errors, errors
+    page.close()

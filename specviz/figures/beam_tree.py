@@ -11,6 +11,15 @@ WINDOW = 12  # steps on screen at once: the view follows the frontier; drag (pan
 SPECIAL = re.compile(r"<\|[^|<>]{1,40}\|>")  # chat special tokens such as <|im_end|>
 
 
+LEGEND = ("Green: kept beams · star: finished · grey ×: pruned candidates (hover any node for its token, log p and "
+          "cumulative log p). With many steps the chart follows the newest; drag it to see earlier ones.")
+
+
+def heading(step) -> str:
+    """The Beam search page's line over a step (Markdown), shared with the offline lesson."""
+    return f"**Step {step.step + 1}**" + (f" · stopped: {step.stopped}" if step.stopped else "")
+
+
 def short(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 

@@ -7,7 +7,7 @@ import html
 
 import plotly.graph_objects as go
 
-from specviz.figures import ACCEPTED, BONUS, REJECTED, label
+from specviz.figures import ACCEPTED, BONUS, REJECTED, label, label_plain, md_escape
 
 LEVEL, NEW_LEVEL, KNOWN, NOT_REACHED = "#90caf9", "#1565c0", "#7986cb", "#e0e0e0"
 
@@ -130,3 +130,50 @@ def progress_figure(lookahead: list, jacobi: list) -> go.Figure:
                                   tickmode="auto"),
                       legend=dict(orientation="h", y=-0.3))
     return fig
+
+
+# ---------------------------------------------------------------- the page's sentences (shared with the offline lesson)
+JACOBI_CAPTION = ("Plain Jacobi iteration (no pool) on the same prompt: every guess is replaced by the target's output "
+                  "after the guesses before it. A guess is exact only when every guess before it was, so it converges "
+                  "to greedy's output but seldom gains more than one token per pass: the reason lookahead keeps the "
+                  "n-grams the iteration produces.")
+MASK_CAPTION = ("Window cell (level l, column i) continues level 0's columns 0..i and its own column's lower levels, at "
+                "position id t + 1 + i + l; candidate token j sits at t + 1 + j and sees its own earlier tokens. "
+                "Nothing sees across branches, so one pass does both jobs.")
+CPU_CAPTION = ("On this 2-core CPU a forward over ~30 positions costs several times one over 1 position, so lookahead "
+               "usually LOSES wall-clock time here even when it gains tokens per pass (see the benchmark in the "
+               "README); on a GPU a decode forward is memory-bound and extra positions are nearly free, which is "
+               "where lookahead pays.")
+
+
+def _n(count: int, word: str) -> str:  # "1 token", "2 tokens"
+    return f"{count} {word}{'s' if count != 1 else ''}"
+
+
+def heading(step, at_end: bool) -> str:
+    """The line over a target pass (Markdown): what verification found, the tokens it gave, the pool."""
+    texts = step.texts
+    how = (f"candidate {step.best} matched {_n(step.matched[step.best], 'token')}" if step.best >= 0
+           else "no candidate matched" if step.candidates else
+           "nothing to verify yet: the pool is still empty" if step.pool_size == step.added else
+           f"nothing to verify: no n-gram in the pool starts with the last token "
+           f"“{md_escape(label_plain(texts.get(step.root, '?')))}”")
+    return (f"**Target pass {step.step + 1}** · {how} → {_n(len(step.emitted), 'token')}: "
+            + " ".join(f"“{md_escape(label_plain(texts[x]))}”" for x in step.emitted)
+            + f" · pool {_n(step.pool_size, 'n-gram')}" + (" · done" if at_end else ""))
+
+
+def cache_caption(step) -> str:
+    return (f"Target KV cache: {step.target_cache.before} entries after the pass (context + window + candidates) → "
+            f"{step.target_cache.after} kept (context + the accepted candidate's tokens). The window's and the "
+            "rejected candidates' entries are dropped: they were computed under the mask, not as part of the output.")
+
+
+def metrics(done: list, jacobi_done: list) -> list[tuple[str, str, str | None]]:
+    """(label, value, help) of the page's metric row after the passes `done` (and plain Jacobi's after as many)."""
+    tokens = sum(len(s.emitted) for s in done)
+    jac_tokens = sum(len(s.emitted) for s in jacobi_done)
+    return [("Target passes", str(len(done)), None),
+            ("Tokens (lookahead)", str(tokens), "emitted after this many target passes"),
+            ("Tokens per pass (lookahead)", f"{tokens / len(done):.2f}", None),
+            ("Tokens per pass (plain Jacobi)", f"{jac_tokens / len(jacobi_done):.2f}" if jacobi_done else "—", None)]

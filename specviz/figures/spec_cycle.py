@@ -338,3 +338,61 @@ def token_chips(tokens_with_origin) -> str:
 def chip_legend() -> str:
     return " ".join(f'<span style="border-bottom:3px {ORIGIN_LINES[k]} {c};background:{c}22;padding:1px 4px">'
                     f'{html.escape(k)}</span>' for k, c in ORIGIN_COLORS.items() if k != "prompt")
+
+
+# ---------------------------------------------------------------- the page's sentences (shared with the offline lesson)
+NOTHING_DRAFTED = ("**1 · Nothing drafted:** the target decodes one token alone, as plain decoding would (still one target "
+                   "pass).")
+NOTHING_JUDGED = "**3 · Nothing to judge:** no draft token, so no accept test."
+FEATURE_CACHE = ("The feature draft keeps only positions it built from the target's real hidden states; the ones it built "
+                 "on its own guesses are dropped and rebuilt next cycle from the states this verify pass computed.")
+FEATURE_PREFILL = ("Before this first cycle the target ran one prefill pass over the prompt: the feature draft reads the "
+                   "target's hidden states, so it cannot draft before they exist (counted as a target pass).")
+
+
+def heading(cycle, upto: list[str], asked: int, kind: str, dynamic: bool, left: int, at_end: bool) -> str:
+    """The line over a cycle at a stage (Markdown). upto: the stages on screen; asked: the K set; left: the most
+    tokens the engine let this cycle draft."""
+    stage = upto[-1] + (f" {upto.count('draft')}/{cycle.k}" if upto[-1] == "draft" else "")
+    short = ("few tokens left" if cycle.k >= left else
+             f"the context's copy of the matched n-gram continues for only {cycle.k}" if kind == "ngram" else
+             "the drafter stopped early")
+    drafted = (f"K = {cycle.k}" + (f" (asked {asked}: {short})" if 0 < cycle.k < asked and not dynamic else "")
+               if cycle.k else ("K = 0: the n-gram lookup found no match in the context, so nothing was drafted"
+                                if kind == "ngram" else "K = 0: too close to the token limit to draft"))
+    return f"**Cycle {cycle.cycle + 1}** · {drafted} · stage: *{stage}*" + (" · done" if at_end else "")
+
+
+def totals_caption(decided: int, shown: int, cycle) -> str:
+    """What the metrics under the chips count: `decided` cycles of the `shown` on screen."""
+    return (f"Totals over {decided} decided cycle{'s' if decided != 1 else ''}"
+            + (f" · cycle {cycle.cycle + 1}'s passes and tokens are added at its stage 4, when its new token is decided"
+               if decided < shown else ""))
+
+
+def summary_metrics(s: dict) -> list[tuple[str, str, str | None]]:
+    """(label, value, help) of the page's metric row from metrics.spec_summary."""
+    return [
+        ("Target passes", str(s["target_passes"]),
+         f"{s['verify_passes']} verify pass{'es' if s['verify_passes'] != 1 else ''}"
+         + (f" + {s['prefill_passes']} prefill pass over the prompt" if s["prefill_passes"] else "")),
+        ("Draft passes", str(s["draft_passes"]), None),
+        ("Tokens per verify pass", f"{s['mean_acceptance_length']:.2f}" if s["verify_passes"] else "—",
+         "Mean acceptance length: output tokens / verify passes, including each pass's bonus or correction token"
+         + (" (the prefill pass is not a verify pass)." if s["prefill_passes"] else ".")),
+        ("Accepted ÷ ruled on", "—" if s["acceptance_rate"] is None else f"{s['acceptance_rate']:.0%}",
+         "Acceptance rate per drafted token the verifier ruled on: the estimate of a in the speedup formulas. Drafts "
+         "after a cycle's first rejection are never ruled on."),
+        ("Accepted ÷ proposed", "—" if s["draft_acceptance_rate"] is None else f"{s['draft_acceptance_rate']:.0%}",
+         "Accepted / every drafted token, ruled on or not: vLLM's \"draft acceptance rate\" "
+         "(spec_decode_num_accepted_tokens ÷ num_draft_tokens). Far below the rate at its left at a large K, where "
+         "most drafts come after a rejection."),
+        ("Target alone would need", f"{s['plain_target_passes']} pass{'es' if s['plain_target_passes'] != 1 else ''}",
+         None)]
+
+
+def positions_caption(s: dict) -> str | None:
+    if not s["per_position"]:
+        return None
+    return "Acceptance by draft position: " + " · ".join(
+        f"{i + 1}: {a:.0%} ({r})" for i, (a, r) in enumerate(zip(s["per_position"], s["reached"])))

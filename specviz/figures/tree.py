@@ -6,7 +6,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from specviz.figures import ACCEPTED, BONUS, CORRECTION, REJECTED, RESAMPLED, label, token_labels
+from specviz.figures import ACCEPTED, BONUS, CORRECTION, REJECTED, RESAMPLED, label, md_escape, token_labels
 
 NOT_REACHED = "#b0b0b0"
 VERDICT_COLORS = {"accepted": ACCEPTED, "rejected": REJECTED, "not reached": NOT_REACHED}
@@ -155,6 +155,53 @@ def mask_figure(cycle, context_tail: int = 4) -> go.Figure:
                                                               "position id; ctx = context" if compact else None)),
                       margin=dict(l=10, r=10, t=30, b=10), title="tree attention mask (rows attend to columns)")
     return fig
+
+
+# ---------------------------------------------------------------- the page's sentences (shared with the offline lesson)
+def heading(cycle, at_end: bool) -> str:
+    """The line over a cycle (Markdown): nodes drafted, the accepted path, the target's own token."""
+    return (f"**Cycle {cycle.cycle + 1}** · " + (f"{len(cycle.nodes)} nodes · accepted path of {cycle.accepted} + "
+                                                 if cycle.nodes else "no tree · ")
+            + f"{cycle.new_origin} token “{md_escape(cycle.new_text)}”" + (" · done" if at_end else ""))
+
+
+def no_tree_caption(max_new: int) -> str:
+    return (f"No tree this cycle: one token was left of the {max_new} this page generates, so nothing was drafted and "
+            "the target's one pass gives that token itself, as plain decoding would.")
+
+
+def cache_caption(cycle) -> str:
+    return (f"Target KV cache: {cycle.target_cache.before} entries after the verify pass (context + every node) "
+            f"→ {cycle.target_cache.after} after the gather (context + the accepted path).")
+
+
+def metrics(done: list) -> list[tuple[str, str, str | None]]:
+    """(label, value, help) of the page's metric row after the cycles `done`."""
+    tokens = sum(len(c.emitted) for c in done)
+    verify, prefill = len(done), sum(c.prefill for c in done)
+    return [("Tokens", str(tokens), None),
+            ("Target passes", str(verify + prefill), f"{verify} verify pass{'es' if verify != 1 else ''}"
+             + (f" + {prefill} prefill pass over the prompt" if prefill else "")),
+            ("Tokens per verify pass", f"{tokens / verify:.2f}",
+             "Mean acceptance length, as on the Speculative decoding page: output tokens / verify passes, each "
+             "pass's correction, resampled or bonus token included."),
+            ("Tokens per target pass", f"{tokens / (verify + prefill):.2f}",
+             "The prefill pass counted too (the drafter reads the target's states, so it needs one first): the "
+             "figure the model card reports.")]
+
+
+def legend_caption(cycle, typical) -> str:
+    rule = {"greedy": "Greedy: the walk takes the child equal to the target's argmax, so the output is plain "
+                      "greedy's" + (" (typical acceptance too: at T = 0 it is exact match)." if typical else "."),
+            "sampling": "Sampling: children are tried in turn, each against the residual the earlier rejections left "
+                        "(multi-draft recursive rejection sampling): exactly the target's distribution.",
+            "typical": "Typical acceptance (LOSSY): a node passes when p(x) clears min(ε, δ·exp(−H(p))) under its "
+                       "parent; of the longest passing paths the likeliest is kept, and the target adds p's argmax "
+                       "after it. No draw decides anything: the output is not distributed as the target's."}
+    return ("Colour and shape: the verdict (● accepted, ✕ rejected, ○ not reached). Opacity: the draft's confidence q "
+            "in that token (fainter: less sure). The star after the accepted path is the token the target adds itself "
+            "(correction, resampled or bonus): it is not drafted, so it is not a node of the tree. "
+            + rule[cycle.verify_mode] + " Hover a node for its path from the root, p, q and the verdict.")
 
 
 # ---------------------------------------------------------------- chain vs tree (specviz/labs/tree_compare.py)
