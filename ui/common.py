@@ -144,6 +144,9 @@ def _from_url() -> None:
         st.session_state["s_choice"] = _name_of(q["prompt"])
     if "chat" in q:
         st.session_state["s_chat"] = q["chat"] not in ("0", "false", "no")
+    for role in ("target", "draft"):  # the pair (ui/models.py checks it like a typed name)
+        if role in q:
+            st.session_state["s_" + role] = q[role][:MAX_MODEL_NAME + 1]
 
 
 def _name_of(prompt: str) -> str:
@@ -192,17 +195,11 @@ def sidebar() -> Settings:
     _widget("w_chat", "s_chat")
     sb.toggle("Chat template", key="w_chat", on_change=_copy("w_chat", "s_chat"),
               help="Wrap the prompt in the model's chat template (system + user turn + assistant header).")
-    with sb.expander("Models", expanded=False):
-        st.caption("Default: SmolLM2-135M-Instruct (embedded, offline) with the project's two drafts, both distilled "
-                   "from it: the feature draft (reads the target's hidden states, EAGLE-style) and the token draft.")
-        target = _persist("s_target", "")
-        draft = _persist("s_draft", "")
-        _widget("w_target", "s_target")
-        st.text_input("Target (Hub id or local folder; empty = embedded)", key="w_target", max_chars=MAX_MODEL_NAME,
-                      on_change=_copy("w_target", "s_target"))
-        _widget("w_draft", "s_draft")
-        st.text_input("Draft (Hub id or local folder; empty = default)", key="w_draft", max_chars=MAX_MODEL_NAME,
-                      on_change=_copy("w_draft", "s_draft"))
+    device = str(pick_device())
+    from ui.models import section
+    target, draft = section(sb, device, _loaded())
+    st.session_state["s_pair_active"] = (target, draft)
+    st.session_state["_run_serial"] = st.session_state.get("_run_serial", 0) + 1  # get_models notes once per run
     from ui.learner import name_box
     name_box(sb)
     _persist("s_chart_format", "png")
@@ -210,11 +207,10 @@ def sidebar() -> Settings:
     sb.radio("Chart download format", CHART_FORMATS, key="w_chart_format", horizontal=True,
              format_func=str.upper, on_change=_copy("w_chart_format", "s_chart_format"),
              help="What the camera icon in a chart's toolbar (top right of every chart, on hover) saves.")
-    device = str(pick_device())
     from specviz import packed
     sb.caption(f"Device: **{device}**" + (" · linear layers packed for oneDNN" if device == "cpu" and packed.available()
                                           else ""))
-    return Settings(prompt, chat, target.strip() or None, draft.strip() or None, device)
+    return Settings(prompt, chat, target, draft, device)
 
 
 def _on_choice():
@@ -259,7 +255,11 @@ def _loaded() -> set:
 
 
 def get_models(settings: Settings):
-    """The (read-only, shared) models; a status box the first time this process loads them."""
+    """The (read-only, shared) models; a status box the first time this process loads them. A pair that passed the
+    sidebar's checks but that transformers cannot load is remembered as failed, and the page runs again on the pair
+    before it (ui/models.py); with the default pair failing there is nothing to fall back to: the message, and stop."""
+    from ui.models import failed_load, page_note
+
     key = (settings.target, settings.draft, settings.device)
     # One element on every run, drawn or not: the status box only on the first load would shift every later
     # element's position between runs, and Streamlit then shows the old and the new controls together while
@@ -267,18 +267,27 @@ def get_models(settings: Settings):
     slot = st.empty()
     try:
         if key in _loaded():
-            return _load_models(*key)
-        with slot.status("Loading models… (the first start converts the embedded GGUF, ~20 s)", expanded=False) as box:
             models = _load_models(*key)
-            # every drafter the pages offer beside the draft model: the feature draft is the Speculative default
-            heads = [name for name, m in (("feature draft", models.feature_draft), ("Medusa heads", models.medusa))
-                     if m is not None]
-            box.update(label="Models ready: target + " + ", ".join([models.draft_name] + heads), state="complete")
-        _loaded().add(key)
-        return models
+        else:
+            with slot.status("Loading models… (the first start converts the embedded GGUF, ~20 s)", expanded=False) as box:
+                models = _load_models(*key)
+                # every drafter the pages offer beside the draft model: the feature draft is the Speculative default
+                heads = [name for name, m in (("feature draft", models.feature_draft), ("Medusa heads", models.medusa))
+                         if m is not None]
+                box.update(label="Models ready: target + " + ", ".join([models.draft_name] + heads), state="complete")
+            _loaded().add(key)
     except SpecVizError as e:
+        if (settings.target, settings.draft) != (None, None):
+            failed_load(settings.target, settings.draft, str(e))
+            st.rerun()
         st.error(md_escape(str(e)))
         st.stop()
+    st.session_state["s_pair_ok"] = (settings.target, settings.draft)
+    serial = st.session_state.get("_run_serial", 0)
+    if st.session_state.get("_noted") != serial:  # once per run (a page may ask for the models twice)
+        st.session_state["_noted"] = serial
+        page_note(models, settings.target)
+    return models
 
 
 def encode(models, settings: Settings, max_new_tokens: int) -> list[int]:
@@ -449,6 +458,9 @@ def _url_params(name: str, replay) -> tuple[str, dict]:
     params = dict(values)
     settings = st.session_state.get("s_prompt"), st.session_state.get("s_chat", True)
     params["prompt"], params["chat"] = settings[0] or "", str(int(bool(settings[1])))
+    for role, name in zip(("target", "draft"), st.session_state.get("s_pair_active", (None, None))):
+        if name:  # the pair in use, when it is not the embedded one
+            params[role] = name
     if replay.position():
         params["step"] = replay.position()
     return page, params
@@ -614,5 +626,9 @@ def bounded(key: str, lo, hi, default, param: str | None = None, name: str = "")
 def slider(container, label: str, key: str, lo, hi, default, param: str | None = None, step=None, **kw):
     """A slider whose range is written once: its value from the URL or session state, checked against
     [lo, hi] first (bounded), then the widget."""
+    if hi <= lo:  # one value only (e.g. early-exit layers on a 2-layer target): a slider cannot have min == max
+        st.session_state[key] = st.session_state["_keep_" + key] = lo
+        container.caption(f"{label}: {lo} (the only value this model allows)")
+        return lo
     bounded(key, lo, hi, default, param, label)
     return container.slider(label, lo, hi, step=step, key=key, **kw)
