@@ -244,18 +244,22 @@ def available_memory(device: torch.device) -> int:
     return psutil.virtual_memory().available
 
 
+def _gib(n: float) -> str:
+    return f"{n / 2**30:.1f} GiB" if n >= 2**28 else f"{n / 2**20:.0f} MiB" if n >= 2**20 else f"{n / 2**10:.0f} KiB"
+
+
 def check_fits(models: list[ModelFiles], device: torch.device) -> None:
     """Refuse models that will not fit in memory together, before loading a byte of them."""
     dtype = pick_dtype(device)
     needed = sum(m.needed(dtype) for m in models)
     available = available_memory(device)
     if needed > 0.8 * available:
-        what = " + ".join(f"{_short(m.name or EMBEDDED_NAME, 40)} {m.needed(dtype) / 2**30:.1f} GiB" for m in models)
+        what = " + ".join(f"{_short(m.name or EMBEDDED_NAME, 40)} {_gib(m.needed(dtype))}" for m in models)
         where = "GPU memory" if device.type == "cuda" else "memory"
         raise SpecVizError(
             f"{what if len(models) > 1 else _short(models[0].path.name or models[0].name, 60)} needs about "
-            f"{needed / 2**30:.1f} GiB of {where} in {str(dtype).removeprefix('torch.')} but only "
-            f"{available / 2**30:.1f} GiB is free: pick a smaller model.")
+            f"{_gib(needed)} of {where} in {str(dtype).removeprefix('torch.')}; {_gib(available)} is free and the "
+            "weights may take at most 80 % of it: pick a smaller model.")
 
 
 MAX_MODEL_NAME = 1024  # characters: Hub ids are ~100, a deep local path a few hundred

@@ -38,6 +38,9 @@ SUPPORT = {  # every page of ui/registry.py, and Home (""): a test holds that no
     "pages/2_Speculative_decoding.py": Support("a draft model, n-gram lookup and early exit", embedded_only=FEATURE),
     "pages/3_Speedup_lab.py": Support("the formulas, and timed runs with a draft model, n-gram lookup or early exit",
                                       embedded_only=FEATURE),
+    "pages/11_Where_speedup_goes.py": Support("one run with a draft model, n-gram lookup or early exit, in serving "
+                                              "systems' units, under five acceptance rules, fp32 vs bf16",
+                                              embedded_only=FEATURE),
     "pages/4_Lossless_lab.py": Support("the toy p and q, and the real-model test (with the draft model, else early exit)"),
     "pages/5_Drafter_comparison.py": Support("a draft model, n-gram lookup, early exit and suffix decoding",
                                              needs_draft="staged speculation", embedded_only=FEATURE),
