@@ -22,6 +22,8 @@ PAGES = [
              "draft, one verify pass, u vs min(1, p/q), residual or bonus, KV cache rollback"),
     PageInfo("pages/3_Speedup_lab.py", "Speedup lab",
              "📈", "the estimated speedup live (Leviathan et al.), best K or don't speculate, and real runs measured beside it"),
+    PageInfo("pages/11_Where_speedup_goes.py", "Where the speedup goes", "🔬",
+             "one run in vLLM's, SGLang's and llama.cpp's units, five acceptance rules side by side, fp32 vs bf16"),
     PageInfo("pages/4_Lossless_lab.py", "Lossless lab", "⚖️",
              "why the output is exactly p: shape p and q, see the residual, and the classic mistakes"),
     PageInfo("pages/5_Drafter_comparison.py", "Drafter comparison", "🏁",

@@ -1,0 +1,126 @@
+"""Where the speedup goes (issue 38): one recorded run read in the units of real serving systems, the acceptance
+rules side by side at its positions, and bit-exact vs distribution-lossless in fp32 and bf16."""
+import pandas as pd
+import streamlit as st
+
+from ui.common import chart, encode, get_models, keep, sidebar, slider
+
+from specviz.drafters import drafter_choices, make_drafter
+from specviz.figures import md_escape
+from specviz.figures.acceptance_rules import rules_bars
+from specviz.figures.precision import margin_chart
+from specviz.labs import acceptance_rules as AR
+from specviz.labs import knobs
+from specviz.labs.precision import RUNS, bf16_target, precision_runs
+
+settings = sidebar()
+st.title("Where the speedup goes")
+st.caption("One speculative run on the current prompt, read three ways: in the knobs and counters of vLLM, SGLang, "
+           "llama.cpp, transformers and TensorRT-LLM; through five acceptance rules at its own positions; and in fp32 "
+           "against bf16, where \"exact\" stops meaning bit-identical. The Speedup lab takes a run's time apart.")
+models = get_models(settings)
+
+# ---------------------------------------------------------------- the recorded run every section reads
+kinds = drafter_choices(models)
+keep("ws_drafter")
+if st.session_state.get("ws_drafter") not in kinds:
+    st.session_state.pop("ws_drafter", None)
+    st.session_state.pop("_keep_ws_drafter", None)
+c1, c2, c3 = st.columns(3)
+drafter_name = c1.selectbox("Drafter", list(kinds), key="ws_drafter")
+K = slider(c2, "K (num_speculative_tokens, --draft-max, …)", "ws_k", 1, 16, 4)
+max_new = slider(c3, "New tokens", "ws_max", 16, 96, 48)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def recorded(model_key, ids: tuple, kind: str, k: int, n: int) -> dict:
+    return knobs.record(models.target, make_drafter(kind, models, early_exit_layers=4), models.tokenizer, list(ids), n, k)
+
+
+with st.spinner("Recording a greedy speculative run…"):
+    run = recorded((settings.target, settings.draft, settings.device), tuple(encode(models, settings, max_new)),
+                   kinds[drafter_name], K, max_new)
+c = run["counters"]
+st.markdown(f"**{md_escape(drafter_name)}, K = {K}**, greedy: {c.tokens} tokens in {c.verify_passes} verify passes, "
+            f"{c.accepted} of {c.drafted} drafts accepted.")
+
+# ---------------------------------------------------------------- item 7: the knobs of real systems
+st.subheader("The knobs of real systems, translated")
+st.caption("Each system's speculative-decoding settings and what they are in this app. The quotes are the systems' "
+           "own documentation or code, read from the source named in the row (`specviz/labs/knobs.json`); a newer "
+           "version may differ.")
+st.table(pd.DataFrame([{"system": r["system"], "knob": r["knob"], "here": r["app"], "what the source says": r["quote"],
+                        "source": r["source"]} for r in knobs.knob_rows()]).set_index("system"))
+st.markdown("**Their metrics, computed from this run's counters.** The same run gives different numbers under "
+            "different names: mind whether the bonus token counts, and what a rate is divided by.")
+st.table(pd.DataFrame([{"system": r["system"], "metric": r["metric"], "this run": r["shown"],
+                        "bonus token counted": r["bonus"], "definition": r["definition"], "here": r["app"],
+                        "source": r["source"]} for r in knobs.metrics_on(c)]).set_index("system"))
+st.caption("vLLM's per-position rate divides by every draft (it can only fall with the position); "
+           "the Speedup lab's acceptance by position divides by the drafts that reached the position. "
+           "`tests/test_knobs.py` re-counts each system's metric the way its code does, from a recorded run, and "
+           "checks the translation gives the same number.")
+
+# ---------------------------------------------------------------- item 5: acceptance rules side by side
+st.subheader("Acceptance rules side by side")
+if models.draft is None:
+    st.info("This section needs a token draft model (q at every position); the current pair has none.")
+else:
+    r1, r2 = st.columns(2)
+    T = slider(r1, "Temperature T (p and q processed alike)", "ws_t", 0.1, 2.0, 1.0, step=0.1)
+    npos = slider(r2, "Positions", "ws_pos", 4, 32, 16)
+    live = AR.live_rules(models.target, models.draft, models.tokenizer, run["prompt"], run["output"], T, npos)
+    if live["rows"]:
+        chart(rules_bars(live, AR.RULES), key="ws_rules")
+        mean = live["mean"]
+        st.markdown(
+            f"At the first {len(live['rows'])} positions of this run, p is the target's and q the token draft's "
+            "next-token distribution on the run's own text (one teacher-forced pass each). Mean P(accept): "
+            + " · ".join(f"{md_escape(name)} **{mean[name]:.3f}**" for name in AR.RULES) + ".")
+        st.markdown(
+            "- **Lossless** means the output is distributed exactly as the target alone would sample it. Exact match "
+            "is lossless (what is emitted is always the target's own sample), and so is rejection sampling "
+            "(Leviathan et al. 2023, Theorem 3.5). Greedy match is exact for *greedy* decoding only. Typical "
+            "acceptance (Medusa) is not lossless: it accepts any token the target finds plausible enough.\n"
+            "- **Why rejection sampling accepts the most among lossless rules.** A lossless rule pairs the draft's "
+            "token X ~ q with an emitted token Y ~ p and accepts when X = Y. For *any* such pairing "
+            "P(X = Y) = Σₓ P(X = Y = x) ≤ Σₓ min(q(x), p(x)) = 1 − TV(p, q). Rejection sampling reaches that bound; "
+            "exact match pairs them independently, Σ p·q, less term by term (p·q ≤ min(p, q)). Even a perfect draft "
+            "(q = p) is accepted only Σ p² of the time under exact match, always under rejection sampling.")
+
+# ---------------------------------------------------------------- item 6: bit-exact vs distribution-lossless
+st.subheader("Bit-exact vs distribution-lossless")
+st.caption("Speculative decoding is exact in distribution: in exact arithmetic its greedy output is plain greedy's. "
+           "The verify pass scores K + 1 positions in one forward where plain decoding scores one: the sums can run "
+           "in another order and a logit moves in its last bits. Where the top two logits are that close, the "
+           "argmax flips. bf16 (8 mantissa bits) moves logits much more. Four greedy runs on this prompt: fp32 and "
+           "bf16, plain and speculative (the token draft, K above).")
+p1, p2 = st.columns([1, 2])
+n16 = slider(p1, "New tokens (bf16 on a CPU is slow)", "ws_n16", 16, 48, 32)
+if models.draft is None:
+    st.info("This section needs a token draft model for its speculative runs; the current pair has none.")
+elif p2.button("Run fp32 and bf16, plain and speculative", key="ws_precision"):
+    ids = encode(models, settings, n16)
+    bar = st.progress(0.0, text="loading the bf16 target…")
+    res = precision_runs(models.target, bf16_target(settings.target, settings.device),
+                         lambda: make_drafter("token", models), models.tokenizer, ids, n16, K,
+                         progress=lambda f, msg: bar.progress(f, text=msg))
+    st.session_state["ws_precision_result"] = res
+    st.rerun()
+res = st.session_state.get("ws_precision_result")
+if res:
+    chart(margin_chart(res), key="ws_margins")
+    rows = []
+    for pr in res["pairs"]:
+        d = pr["position"]
+        rows.append({"pair": f"{pr['a']} vs {pr['b']}",
+                     "first position where they part": "never (bit-identical)" if d is None else d + 1,
+                     "tokens there": "" if "token_a" not in pr else f"{pr['token_a']!r} vs {pr['token_b']!r}",
+                     "top-2 logit margin there": ", ".join(f"{k} {v:.4f}" for k, v in pr["margin"].items())})
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="ws_pairs")
+    st.caption(f"{res['max_new']} new tokens, K = {res['k']}. Seconds: " + ", ".join(
+        f"{name} {res['seconds'][name]:.1f}" for name in RUNS) + ". The margins are read in one pass over the text "
+        "(a third kernel shape), so they are the margins to within those last bits. A pair that never parts was "
+        "bit-identical on this prompt; one that parts does so where the margin is smallest, and from there the "
+        "texts differ however much later tokens agree. Both outputs are correct greedy decodes of their own "
+        "arithmetic: this is rounding, not a bug in the acceptance rule.")

@@ -1,0 +1,86 @@
+"""Issue 38, items 5, 6 and 7 on the Where the speedup goes page, under AppTest: the knobs and metrics tables, the
+acceptance-rules chart at defaults and at the temperature's extremes, and the fp32/bf16 runs' chart."""
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from specviz.labs import knobs
+from specviz.labs.acceptance_rules import RULES
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = "pages/11_Where_speedup_goes.py"
+
+
+def chart(at, key):
+    return next(json.loads(e.proto.spec) for e in at.get("plotly_chart") if e.proto.id.endswith(key))
+
+
+def no_errors(at):
+    assert not at.exception, [e.value for e in at.exception]
+
+
+@pytest.fixture
+def page():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=400)
+    at.run()
+    at.switch_page(PAGE).run()
+    no_errors(at)
+    return at
+
+
+def test_knobs_metrics_and_rules_at_defaults_and_extremes(page):
+    at = page
+    knob_table, metric_table = at.table[0].value, at.table[1].value
+    assert len(knob_table) == len(knobs.knob_rows()) and knob_table["source"].str.len().gt(10).all()
+    assert {"vLLM", "SGLang", "llama.cpp", "transformers", "TensorRT-LLM"} <= set(knob_table.index)
+    shown = dict(zip(metric_table["metric"], metric_table["this run"]))
+    assert all(v != "–" for v in shown.values()), shown  # the recorded run gives every metric a value
+    # the page's numbers are the run's: tokens per verify pass (EAGLE's tau) as the summary line counts it
+    summary = next(m.value for m in at.markdown if "verify passes" in m.value)
+    tokens, passes = (int(summary.split(": ")[1].split(" tokens")[0]), int(summary.split(" in ")[1].split(" verify")[0]))
+    tau = next(v for k, v in shown.items() if k.startswith("tokens per verify pass"))
+    assert float(tau) == pytest.approx(tokens / passes, abs=5e-4)
+
+    fig = chart(at, "ws_rules")
+    bars = [d for d in fig["data"] if d["type"] == "bar"]
+    assert [b["name"].split(" (")[0] for b in bars] == list(RULES)
+    assert len(bars[0]["x"]) == 16 + 1 and bars[0]["x"][-1] == "mean"
+    by = {b["name"].split(" (")[0]: b["y"] for b in bars}
+    one_minus_tv = next(d for d in fig["data"] if d["type"] == "scatter")["y"]
+    for i in range(17):
+        assert 0 <= by["exact match, sampled draft"][i] <= by["rejection sampling"][i] + 1e-9 <= 1 + 1e-9
+        assert by["rejection sampling"][i] == pytest.approx(one_minus_tv[i], abs=1e-9)
+    assert "T = 1" in fig["layout"]["title"]["text"]
+    # extremes: the coldest and hottest temperature, the fewest and most positions
+    at.slider(key="ws_t").set_value(0.1).run()
+    at.slider(key="ws_pos").set_value(4).run()
+    no_errors(at)
+    cold = chart(at, "ws_rules")
+    assert "T = 0.1" in cold["layout"]["title"]["text"] and len(cold["data"][0]["x"]) == 5
+    at.slider(key="ws_t").set_value(2.0).run()
+    at.slider(key="ws_pos").set_value(32).run()
+    no_errors(at)
+    hot = chart(at, "ws_rules")
+    mean = {b["name"].split(" (")[0]: b["y"][-1] for b in hot["data"] if b["type"] == "bar"}
+    cold_mean = {b["name"].split(" (")[0]: b["y"][-1] for b in cold["data"] if b["type"] == "bar"}
+    assert mean["exact match, self-draft"] < cold_mean["exact match, self-draft"]  # a flatter p: sum p^2 falls
+
+
+def test_fp32_vs_bf16_runs_and_their_chart(page):
+    at = page
+    at.slider(key="ws_n16").set_value(16).run()
+    at.button(key="ws_precision").click().run()
+    no_errors(at)
+    fig = chart(at, "ws_margins")
+    bars = fig["data"][0]
+    assert len(bars["x"]) == 16 and all(y > 0 for y in bars["y"])
+    table = at.dataframe[0].value
+    assert list(table["pair"]) == ["fp32 plain vs fp32 speculative", "bf16 plain vs bf16 speculative",
+                                   "fp32 plain vs bf16 plain"]
+    lines = [s for s in fig["layout"].get("shapes", [])]
+    parted = [p for p in table["first position where they part"] if p != "never (bit-identical)"]
+    assert len(lines) == len(parted) and f"{len(parted)} of 3 pairs part" in fig["layout"]["title"]["text"]
+    for line, pos in zip(lines, parted):
+        assert line["x0"] == pos  # drawn where the table says the pair parts
