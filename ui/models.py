@@ -31,7 +31,7 @@ class Support:
     whole_page: bool = False
 
 
-FEATURE = "the feature draft (trained on the embedded target's hidden states)"
+FEATURE = "the feature draft (it reads the embedded target's hidden states)"
 SUPPORT = {  # every page of ui/registry.py, and Home (""): a test holds that none is missing
     "": Support("greedy, beam search and speculative decoding with the best drafter the pair has"),
     "pages/1_Beam_search.py": Support("beam search and greedy"),
@@ -226,9 +226,12 @@ def section(sb, device: str, loaded) -> tuple[str | None, str | None]:
     target, draft, error = chosen_pair(device, loaded)
     listed = catalog(device)
     asked = _norm(st.session_state.get("s_target"))
+    draft_label = draft or ("the shipped token and feature drafts" if is_embedded(target) else "none")
     with sb.expander("Models", expanded=bool(error)):
+        if error:  # first, where the learner looks after typing
+            now = "the embedded pair" if (target, draft) == (None, None) else f"{short(target)} + {short(draft_label)}"
+            st.error(f"{md_escape(error)} Still using {md_escape(now)}.")
         size, sig = _target_info(target)
-        draft_label = draft or ("the shipped token and feature drafts" if is_embedded(target) else "none")
         st.caption(f"In use: target **{md_escape(short(target))}**" + (f" ({size})" if size else "")
                    + f", draft: {md_escape(short(draft_label))}. Nothing is downloaded; safetensors only.")
         targets = {EMBEDDED: f"{SHORT_EMBEDDED} · default"}
@@ -239,6 +242,8 @@ def section(sb, device: str, loaded) -> tuple[str | None, str | None]:
                 "model in the local Hugging Face cache, or a folder.")
         # drafts: only those whose tokenizer is the target's (speculation compares token ids)
         _, asked_sig = _target_info(asked)
+        if asked_sig is None:  # the target asked for cannot be read: offer the drafts of the one in use
+            asked, asked_sig = target, sig
         drafts = {DEFAULT: ("Default: the shipped token + feature drafts" if is_embedded(asked)
                             else "None: n-gram, early exit, suffix, lookahead")}
         refused = []
@@ -256,9 +261,6 @@ def section(sb, device: str, loaded) -> tuple[str | None, str | None]:
         if not listed:
             st.caption(f"No model in the local Hugging Face cache ({md_escape(str(_hub()))}): give a folder with "
                        "*Other*.")
-    if error:
-        now = "the embedded pair" if (target, draft) == (None, None) else f"{short(target)} + {short(draft_label)}"
-        sb.error(f"{md_escape(error)} Still using {md_escape(now)}.")
     line = support_line(current_page(), target, draft is not None or is_embedded(target))
     if line:
         sb.caption(md_escape(line))
