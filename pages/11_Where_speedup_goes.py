@@ -45,17 +45,23 @@ st.markdown(f"**{md_escape(drafter_name)}, K = {K}**, greedy: {c.tokens} tokens 
             f"{c.accepted} of {c.drafted} drafts accepted.")
 
 # ---------------------------------------------------------------- item 7: the knobs of real systems
+def breakable(path: str) -> str:
+    """A long repository path may wrap after each slash (a zero-width space there), or the table runs off the page."""
+    return path.replace("/", "/\u200b")
+
+
 st.subheader("The knobs of real systems, translated")
 st.caption("Each system's speculative-decoding settings and what they are in this app. The quotes are the systems' "
            "own documentation or code, read from the source named in the row (`specviz/labs/knobs.json`); a newer "
            "version may differ.")
-st.table(pd.DataFrame([{"system": r["system"], "knob": r["knob"], "here": r["app"], "what the source says": r["quote"],
-                        "source": r["source"]} for r in knobs.knob_rows()]).set_index("system"))
+st.table(pd.DataFrame([{"system": r["system"], "knob": r["knob"], "here": r["app"],
+                        "what the source says (and where)": f"{r['quote']} [{breakable(r['source'])}]"}
+                       for r in knobs.knob_rows()]).set_index("system"))
 st.markdown("**Their metrics, computed from this run's counters.** The same run gives different numbers under "
             "different names: mind whether the bonus token counts, and what a rate is divided by.")
 st.table(pd.DataFrame([{"system": r["system"], "metric": r["metric"], "this run": r["shown"],
-                        "bonus token counted": r["bonus"], "definition": r["definition"], "here": r["app"],
-                        "source": r["source"]} for r in knobs.metrics_on(c)]).set_index("system"))
+                        "bonus token counted": r["bonus"], "definition (and where)": f"{r['definition']} "
+                        f"[{breakable(r['source'])}]", "here": r["app"]} for r in knobs.metrics_on(c)]).set_index("system"))
 st.caption("vLLM's per-position rate divides by every draft (it can only fall with the position); "
            "the Speedup lab's acceptance by position divides by the drafts that reached the position. "
            "`tests/test_knobs.py` re-counts each system's metric the way its code does, from a recorded run, and "
@@ -76,7 +82,11 @@ else:
         st.markdown(
             f"At the first {len(live['rows'])} positions of this run, p is the target's and q the token draft's "
             "next-token distribution on the run's own text (one teacher-forced pass each). Mean P(accept): "
-            + " · ".join(f"{md_escape(name)} **{mean[name]:.3f}**" for name in AR.RULES) + ".")
+            + " · ".join(f"{md_escape(name)} **{mean[name]:.3f}**" for name in AR.RULES) + "."
+            + (f" Typical acceptance accepts more than 1 − TV, the most any lossless rule can, at position"
+               f"{'s' if len(live['typical_beyond_bound']) > 1 else ''} "
+               + ", ".join(map(str, live["typical_beyond_bound"])) + ": it pays for that in the output distribution."
+               if live["typical_beyond_bound"] else ""))
         st.markdown(
             "- **Lossless** means the output is distributed exactly as the target alone would sample it. Exact match "
             "is lossless (what is emitted is always the target's own sample), and so is rejection sampling "
@@ -86,7 +96,8 @@ else:
             "token X ~ q with an emitted token Y ~ p and accepts when X = Y. For *any* such pairing "
             "P(X = Y) = Σₓ P(X = Y = x) ≤ Σₓ min(q(x), p(x)) = 1 − TV(p, q). Rejection sampling reaches that bound; "
             "exact match pairs them independently, Σ p·q, less term by term (p·q ≤ min(p, q)). Even a perfect draft "
-            "(q = p) is accepted only Σ p² of the time under exact match, always under rejection sampling.")
+            "(q = p) is accepted only Σ p² of the time under exact match, always under rejection sampling: the self-draft "
+            "bars are that perfect draft, so read them against 1, not against the token draft's blue bars.")
 
 # ---------------------------------------------------------------- item 6: bit-exact vs distribution-lossless
 st.subheader("Bit-exact vs distribution-lossless")
@@ -121,6 +132,6 @@ if res:
     st.caption(f"{res['max_new']} new tokens, K = {res['k']}. Seconds: " + ", ".join(
         f"{name} {res['seconds'][name]:.1f}" for name in RUNS) + ". The margins are read in one pass over the text "
         "(a third kernel shape), so they are the margins to within those last bits. A pair that never parts was "
-        "bit-identical on this prompt; one that parts does so where the margin is smallest, and from there the "
-        "texts differ however much later tokens agree. Both outputs are correct greedy decodes of their own "
+        "bit-identical on this prompt; where one parts, compare the margin there with the rest of the text. From "
+        "there on the two texts differ, however much later tokens agree. Both outputs are correct greedy decodes of their own "
         "arithmetic: this is rounding, not a bug in the acceptance rule.")

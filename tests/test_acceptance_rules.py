@@ -78,6 +78,8 @@ def test_rules_at_real_positions(models):
             assert row["rejection sampling"] == pytest.approx(1 - row["tv"], abs=1e-9)
             assert 0 < row["exact match, self-draft"] <= 1 and row["greedy match"] in (0.0, 1.0)
         assert live["mean"]["rejection sampling"] > live["mean"]["exact match, sampled draft"]
+        beyond = {r["position"] for r in live["rows"] if r["typical acceptance"] > r["rejection sampling"] + 1e-12}
+        assert set(live["typical_beyond_bound"]) == beyond  # the positions the page names
     # colder: p sharper, so a perfect draft's exact-match acceptance sum p^2 rises
     cold = live_rules(models.target, models.draft, tok, prompt, result.token_ids, 0.3, positions=8)["mean"]
     hot = live_rules(models.target, models.draft, tok, prompt, result.token_ids, 1.5, positions=8)["mean"]

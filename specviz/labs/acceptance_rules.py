@@ -94,4 +94,7 @@ def live_rules(target, draft, tokenizer, prompt: list[int], output: list[int], t
         row.update(rule_probabilities(p[i], q[i], epsilon, delta))
         rows.append(row)
     mean = {r: sum(row[r] for row in rows) / n for r in list(RULES) + ["tv"]}
-    return {"rows": rows, "mean": mean, "temperature": temperature, "epsilon": epsilon, "delta": delta}
+    # where a rule that is not lossless accepts more than any lossless rule can (1 - TV): it pays in the output
+    beyond = [row["position"] for row in rows if row["typical acceptance"] > row["rejection sampling"] + 1e-12]
+    return {"rows": rows, "mean": mean, "temperature": temperature, "epsilon": epsilon, "delta": delta,
+            "typical_beyond_bound": beyond}
