@@ -51,11 +51,12 @@ def _packed(data: bytes) -> str:
 def _markdown(text: str) -> str:
     """The few Markdown marks the pages' sentences use, as HTML, after escaping everything else. A character the
     page escaped (md_escape: a token's "\\*") stays that character, never a mark."""
-    text = re.sub(r"\\([^\w\s])", lambda m: f"\0{ord(m[1])}\0", text)
+    text = re.sub(r"\\([^A-Za-z0-9\s])", lambda m: f"\0{ord(m[1])}\0", text)
     text = html.escape(text, quote=True)
     text = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", text)
     text = re.sub(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])", r"<i>\1</i>", text)
-    return re.sub(r"\0(\d+)\0", r"&#\1;", re.sub(r" *\n", "<br>", text))
+    text = re.sub(r" {2,}\n", "<br>", re.sub(r"\n[ \t]*\n", "<br><br>", text))  # hard breaks, paragraphs
+    return re.sub(r"\0(\d+)\0", r"&#\1;", text)
 
 
 def figure_json(fig) -> dict:
@@ -307,45 +308,60 @@ async function inflate(b64) {{
   const slider = document.getElementById("slider"), playButton = document.getElementById("play");
   slider.max = steps.length - 1;
   window.lessonDraws = 0;
+  let onScreen = new Map();  // what is on screen, by part ("view:index") and grid ("view:group"): kept while shown
+  function make(part, value) {{
+    const div = document.createElement("div");
+    if (part.kind === "html") {{ div.className = part.style; div.innerHTML = value; }}
+    else if (part.kind === "metrics") {{
+      div.className = "metrics";
+      for (const [name, shown, about, delta] of value) {{
+        const m = document.createElement("div"), label = document.createElement("small"),
+              number = document.createElement("span");
+        m.className = "metric"; m.title = about; label.textContent = name; number.textContent = shown;
+        m.append(label, number);
+        if (delta) {{ const d = document.createElement("small"); d.textContent = delta; m.appendChild(d); }}
+        div.appendChild(m);
+      }}
+    }} else div.className = "chart";
+    return div;
+  }}
   function show(n) {{
     at = Math.max(0, Math.min(steps.length - 1, n)); slider.value = at;
     const [vi, phase] = steps[at], v = data.views[vi];
     document.getElementById("stage").innerHTML = v.titles[phase];
     document.getElementById("where").textContent = "step " + position(vi, phase) + " (" + (at + 1) + " of "
       + steps.length + ")";
-    const view = document.getElementById("view"); view.innerHTML = "";
+    // this step's charts: window.lessonStep.drawn === .charts once each has fired plotly_afterplot
     const drawing = window.lessonStep = {{charts: 0, drawn: 0, at: position(vi, phase)}};
+    const next = new Map(), top = [], fresh = [];
     let grid = null;
-    for (const part of v.parts) {{
-      if (part.at > phase || (part.until !== null && phase >= part.until)) continue;
-      const value = data.pool[part.ref], div = document.createElement("div");
-      if (part.kind === "html") {{ div.className = part.style; div.innerHTML = value; }}
-      else if (part.kind === "metrics") {{
-        div.className = "metrics";
-        for (const [name, shown, about, delta] of value) {{
-          const m = document.createElement("div"), label = document.createElement("small"),
-                number = document.createElement("span");
-          m.className = "metric"; m.title = about; label.textContent = name; number.textContent = shown;
-          m.append(label, number);
-          if (delta) {{ const d = document.createElement("small"); d.textContent = delta; m.appendChild(d); }}
-          div.appendChild(m);
-        }}
-      }} else div.className = "chart";
+    v.parts.forEach((part, k) => {{
+      if (part.at > phase || (part.until !== null && phase >= part.until)) return;
+      const key = vi + ":" + k, value = data.pool[part.ref];
+      let div = onScreen.get(key);
+      if (!div) {{ div = make(part, value); if (part.kind === "fig") fresh.push([div, value]); }}
+      else if (part.kind === "fig" && div.dataset.drawn) drawing.drawn++;
+      if (part.kind === "fig") drawing.charts++;
+      next.set(key, div);
       if (part.group) {{  // charts side by side (the draft's positions, as on the page)
-        if (!grid || grid.dataset.group !== part.group) {{
-          grid = document.createElement("div"); grid.className = "grid"; grid.dataset.group = part.group;
-          grid.style.gridTemplateColumns = "repeat(" + part.cols + ", minmax(0, 1fr))"; view.appendChild(grid);
+        const gkey = vi + ":" + part.group;
+        if (!grid || grid !== next.get(gkey)) {{
+          grid = onScreen.get(gkey) || document.createElement("div");
+          grid.className = "grid"; grid.style.gridTemplateColumns = "repeat(" + part.cols + ", minmax(0, 1fr))";
+          grid.replaceChildren(); next.set(gkey, grid); top.push(grid);
         }}
         grid.appendChild(div);
-      }} else {{ grid = null; view.appendChild(div); }}
-      if (part.kind === "fig") {{
-        const fig = structuredClone(value);  // Plotly writes into what it is given: each step draws a fresh copy
-        drawing.charts++;
-        Plotly.newPlot(div, fig.data, fig.layout, {{displaylogo: false, responsive: true}});
-        div.on("plotly_afterplot", () => {{  // this step's charts drawn: window.lessonStep.drawn === .charts
-          if (!div.dataset.drawn) {{ div.dataset.drawn = "1"; drawing.drawn++; window.lessonDraws++; }}
-        }});
-      }}
+      }} else {{ grid = null; top.push(div); }}
+    }});
+    for (const [key, div] of onScreen) if (!next.has(key) && div.classList.contains("chart")) Plotly.purge(div);
+    document.getElementById("view").replaceChildren(...top);  // kept charts move, not redrawn
+    onScreen = next;
+    for (const [div, value] of fresh) {{  // drawn once in place (Plotly sizes a chart from where it sits)
+      const fig = structuredClone(value);  // Plotly writes into what it is given
+      Plotly.newPlot(div, fig.data, fig.layout, {{displaylogo: false, responsive: true}});
+      div.on("plotly_afterplot", () => {{
+        if (!div.dataset.drawn) {{ div.dataset.drawn = "1"; drawing.drawn++; window.lessonDraws++; }}
+      }});
     }}
   }}
   const stop = () => {{ clearInterval(timer); timer = null; playButton.textContent = "Play ▶▶"; }};

@@ -55,11 +55,13 @@ def test_the_file_is_self_contained_and_escaped():
 
 @pytest.mark.fast
 def test_the_pages_markdown_becomes_escaped_html():
+    from specviz.figures import md_escape
     from specviz.lesson import _markdown
 
     assert _markdown("**4 · Rejected:** “\\*a\\*” *stage* <b>") == \
         "<b>4 · Rejected:</b> “&#42;a&#42;” <i>stage</i> &lt;b&gt;"
-    assert _markdown("one  \ntwo") == "one<br>two"
+    assert _markdown("one  \ntwo\nthree\n\nfour") == "one<br>two\nthree<br><br>four"
+    assert _markdown(md_escape("sum_list(x) <b> ``` \\")) == "sum&#95;list&#40;x&#41; &#60;b&#62; &#96;&#96;&#96; &#92;"
 
 
 @pytest.mark.fast
@@ -166,11 +168,12 @@ def test_the_lesson_steps_offline_with_buttons_and_keys(lesson, browser):
     page.wait_for_function("window.lessonReady === true", timeout=60_000)
 
     def drawn(at: str):  # the step is on screen and every chart of it fired plotly_afterplot
-        page.wait_for_function("s => window.lessonStep.at === s && window.lessonStep.drawn === window.lessonStep.charts"
-                               " && window.lessonStep.charts > 0", arg=at, timeout=30_000)
+        page.wait_for_function("s => window.lessonStep.at === s && window.lessonStep.drawn === window.lessonStep.charts",
+                               arg=at, timeout=30_000)
         assert page.locator("#view .js-plotly-plot").count() == page.evaluate("window.lessonStep.charts")
 
     drawn(start)
+    assert page.evaluate("window.lessonStep.charts") >= 1
     assert page.locator("#where").inner_text().startswith(f"step {start} ")
     assert page.locator("#stage").inner_text().startswith("Cycle 2" if method in ("speculative", "tree") else
                                                           "Step 2" if method == "beam" else "Target pass 2")
@@ -191,6 +194,23 @@ def test_the_lesson_steps_offline_with_buttons_and_keys(lesson, browser):
     page.locator("#slider").fill(str(last))
     drawn(page.evaluate("window.lessonStep.at"))
     assert page.locator("#where").inner_text().endswith(f"({last + 1} of {last + 1})")
+    page.locator("#slider").fill("0")
+    walk = page.evaluate("""async () => {  // every step from the first, by Step: each chart drawn before the next
+      const seen = [];
+      for (;;) {
+        const t0 = performance.now();
+        await new Promise(r => { const c = () => window.lessonStep.drawn === window.lessonStep.charts
+                                   || performance.now() - t0 > 10000 ? r() : requestAnimationFrame(c); c(); });
+        seen.push([window.lessonStep.at, window.lessonStep.drawn, window.lessonStep.charts,
+                   document.querySelectorAll("#view .js-plotly-plot").length]);
+        const before = window.lessonStep.at;
+        document.getElementById("step").click();
+        if (window.lessonStep.at === before) return seen;
+      }
+    }""")
+    assert len(walk) == last + 1
+    assert all(drawn_ == charts == plots for _, drawn_, charts, plots in walk), walk
+    assert sum(charts for _, _, charts, _ in walk) > len(walk)
     assert page.locator("#prompt").inner_text() == HOSTILE  # shown as text, never run
     assert page.evaluate("document.querySelectorAll('img').length") == 0
     (ROOT / "test-artifacts").mkdir(exist_ok=True)
