@@ -11,7 +11,6 @@ from ui.learner import count_prediction
 from ui.lesson import export_lesson
 
 from specviz.drafters import make_drafter
-from specviz.drafters.medusa import MedusaDrafter
 from specviz.errors import SpecVizError
 from specviz.figures import md_escape
 from specviz.figures import tree as T
@@ -118,7 +117,7 @@ link("tree", "Tree_speculation", dict(
 
 
 def drafter(kind):
-    return MedusaDrafter(models.medusa, choices) if kind == "medusa" else make_drafter(kind, models)
+    return make_drafter(kind, models, choices=choices if kind == "medusa" else None)
 
 
 def factory():

@@ -40,7 +40,7 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--length-penalty", type=float, default=1.0)
     d.add_argument("--k", type=int, default=4, help="draft tokens per cycle")
     d.add_argument("--dynamic-k", action="store_true")
-    d.add_argument("--drafter", choices=["feature", "token", "model", "ngram", "early-exit"], default=None,
+    d.add_argument("--drafter", choices=["feature", "token", "ngram", "early-exit", "suffix", "staged"], default=None,
                    help="default: the feature draft (embedded target), else the draft model, else n-gram lookup")
     d.add_argument("--early-exit-layers", type=int, default=4)
     d.add_argument("--tree", choices=["none", "chain", "eagle2", "medusa"], default="none",
@@ -248,7 +248,6 @@ def decode(a) -> dict:
     # imported here, not at the top: `--help` and bad input answer before torch and transformers load
     from specviz.engine.beam import beam_steps
     from specviz.drafters import drafter_choices, make_drafter
-    from specviz.drafters.medusa import MedusaDrafter
     from specviz.engine.lookahead import lookahead_steps
     from specviz.engine.plain import plain_steps
     from specviz.models import load_models, load_target
@@ -279,9 +278,10 @@ def decode(a) -> dict:
         if a.method == "lookahead":
             return run_steps(lookahead_steps(model, tok, ids, a.max_new_tokens, a.window, a.ngram, a.guesses))[1]
         kind = a.drafter or next(iter(drafter_choices(models).values()))  # the best these models have
-        drafter = make_drafter(a.tree if a.tree in ("eagle2", "medusa") else kind, models, early_exit_layers=a.early_exit_layers)
-        if a.tree == "medusa" and a.medusa_choices is not None:
-            drafter = MedusaDrafter(models.medusa, parse_choices(a.medusa_choices, models.medusa.num_heads))
+        choices = (parse_choices(a.medusa_choices, models.medusa.num_heads)
+                   if a.tree == "medusa" and a.medusa_choices is not None else None)
+        drafter = make_drafter(a.tree if a.tree in ("eagle2", "medusa") else kind, models,
+                               early_exit_layers=a.early_exit_layers, choices=choices)
         if a.tree != "none":
             typical = parse_typical(a.typical) if a.typical is not None else None
             return run_steps(tree_speculative_steps(model, drafter, tok, ids, a.max_new_tokens, a.tree_budget,

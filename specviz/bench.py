@@ -21,11 +21,12 @@ from dataclasses import dataclass
 
 import torch
 
-from specviz.drafters import Eagle2Drafter, FeatureDrafter, MedusaDrafter, ModelDrafter, NgramDrafter, StagedDrafter, SuffixDrafter
+from specviz.drafters import make_drafter
 from specviz.errors import SpecVizError
 from specviz.engine.lookahead import lookahead_steps
 from specviz.engine.plain import plain_steps
-from specviz.labs.measure import forward_ms, timed_rounds
+from specviz.labs.measure import timed_rounds
+from specviz.labs.timing import forward_ms
 from specviz.models import load_models
 from specviz.packed import PackedLinear
 from specviz.prompting import prompt_ids
@@ -128,17 +129,12 @@ def runner(cfg: Config, models):
         return lambda ids, n: counted(plain_steps(target, tok, ids, n, sampling))
     if cfg.method == "lookahead":
         return lambda ids, n: counted(lookahead_steps(target, tok, ids, n, *cfg.lookahead))
-    if cfg.tree == "medusa":  # the shipped heads' default medusa_choices, cut to the budget
-        return lambda ids, n: counted(tree_speculative_steps(target, MedusaDrafter(models.medusa), tok, ids, n,
+    if cfg.tree:  # eagle2, or medusa with the shipped heads' default medusa_choices cut to the budget
+        return lambda ids, n: counted(tree_speculative_steps(target, make_drafter(cfg.tree, models), tok, ids, n,
                                                              cfg.tree_budget, cfg.tree_depth, cfg=sampling))
-    if cfg.tree == "eagle2":
-        return lambda ids, n: counted(tree_speculative_steps(target, Eagle2Drafter(models.feature_draft), tok, ids, n,
-                                                             cfg.tree_budget, cfg.tree_depth, cfg=sampling))
-    make = {"ngram": NgramDrafter, "token": lambda: ModelDrafter(models.draft),
-            "feature": lambda: FeatureDrafter(models.feature_draft), "suffix": SuffixDrafter,
-            "staged": lambda: StagedDrafter(models.draft)}[cfg.drafter]
     k = cfg.k or 4  # dynamic K starts at 4
-    return lambda ids, n: counted(speculative_steps(target, make(), tok, ids, n, k, sampling, cfg.dynamic_k, k_max=16))
+    return lambda ids, n: counted(speculative_steps(target, make_drafter(cfg.drafter, models), tok, ids, n, k, sampling,
+                                                    cfg.dynamic_k, k_max=16))
 
 
 def select(cfgs: list[Config], only) -> list[Config]:

@@ -65,9 +65,12 @@ def distribution(logits: torch.Tensor, cfg: SamplingConfig, procs: LogitsProcess
 def choose(probs: torch.Tensor, cfg: SamplingConfig, generator: torch.Generator) -> int:
     """Greedy: argmax. Sampling: one draw with the run's own generator (never the global RNG, so two
     sessions stepping at once cannot disturb each other's draws)."""
-    if cfg.greedy:
-        return int(torch.argmax(probs))
-    return int(torch.multinomial(probs, 1, generator=generator))
+    return draw(probs, cfg.greedy, generator)
+
+
+def draw(probs: torch.Tensor, greedy: bool, generator: torch.Generator) -> int:
+    """argmax when greedy, else one multinomial draw from the run's generator."""
+    return int(torch.argmax(probs)) if greedy else int(torch.multinomial(probs, 1, generator=generator))
 
 
 def new_generator(seed: int, device: torch.device | str = "cpu") -> torch.Generator:

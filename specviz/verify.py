@@ -11,6 +11,10 @@ Given the drafts x_1..x_n, the distributions q_i they were drawn from and the ta
 
 If all n pass, p_{n+1} gives one more token for free (the bonus). An accepted end-of-sequence token ends
 the output, so nothing after it is ruled on and no token is added.
+
+The rule is written ONCE, for token trees (verify_tree: greedy walk, or recursive rejection sampling over
+each node's children); a chain of drafts is the tree with one path (TokenTree.chain), so `verify` is that
+call. Typical acceptance (Medusa, lossy) is at the end, apart, because it is a different rule.
 """
 from __future__ import annotations
 
@@ -18,28 +22,39 @@ from dataclasses import dataclass
 
 import torch
 
+from specviz.sampling import draw
+
 
 @dataclass(frozen=True)
 class Ruling:
-    """The verifier's decision on one drafted token."""
-    position: int
+    """The verifier's decision on one drafted token (a node of the tree; for a chain, node == position)."""
+    node: int
     token: int
-    p: float  # p_i(x): the target's processed probability of the drafted token
-    q: float  # q_i(x): the draft's
+    p: float  # p(x): the target's processed probability of the drafted token (after earlier siblings' residuals)
+    q: float  # q(x): the draft's
     accept_prob: float  # min(1, p/q) when sampling; 1 or 0 for a greedy match
     u: float | None  # the uniform draw (None in greedy verification)
     accepted: bool
-    target_choice: int  # greedy verification: argmax p_i; -1 when sampling
+    target_choice: int  # greedy verification: argmax p at the parent; -1 when sampling
+
+    @property
+    def position(self) -> int:  # a chain's node i is its i-th drafted position
+        return self.node
 
 
 @dataclass(frozen=True)
 class Verification:
-    rulings: tuple[Ruling, ...]  # up to and including the first rejection (or an accepted EOS)
-    accepted: int  # drafted tokens accepted
+    rulings: tuple[Ruling, ...]  # every node tried, in order (a chain: up to the first rejection or accepted EOS)
+    path: tuple[int, ...]  # the accepted nodes, root's child first
     token: int | None  # the target's own token: correction, resampled or bonus; None after an accepted EOS
     origin: str  # "correction" | "resampled" | "bonus" | "target" (nothing drafted) | "none" (EOS accepted)
-    residual: torch.Tensor | None  # normalize(max(0, p - q)) at the rejected position (sampling)
+    residual: torch.Tensor | None  # normalize(max(0, p - q)) where every child was rejected (sampling)
     residual_fallback: bool  # the residual was all zero (p == q): drew from p instead
+
+    @property
+    def accepted(self) -> int:
+        """Drafted tokens accepted."""
+        return len(self.path)
 
 
 def residual(p: torch.Tensor, q: torch.Tensor) -> tuple[torch.Tensor, bool]:
@@ -64,35 +79,12 @@ def one_hot(token: int, like: torch.Tensor) -> torch.Tensor:
     return q
 
 
-def draw(probs: torch.Tensor, greedy: bool, gen: torch.Generator) -> int:
-    return int(torch.argmax(probs)) if greedy else int(torch.multinomial(probs, 1, generator=gen))
-
-
 def verify(drafts: list[int], q: torch.Tensor | None, p: torch.Tensor, greedy: bool, gen: torch.Generator,
            stop: set[int] | frozenset = frozenset()) -> Verification:
     """drafts: n token ids; q: (n, vocab) or None (one-hot proposals); p: (n + 1, vocab) from one verify
-    pass; stop: end-of-sequence ids. Draws u and any resampled token from `gen`, in position order."""
-    rulings = []
-    for i, x in enumerate(drafts):
-        q_i = q[i] if q is not None else one_hot(x, p[i])
-        if greedy:
-            best = int(torch.argmax(p[i]))
-            ok, prob, u = x == best, float(x == best), None
-        else:
-            best, prob = -1, accept_probability(float(p[i, x]), float(q_i[x]))
-            u = float(torch.rand((), generator=gen))
-            ok = u < prob
-        rulings.append(Ruling(i, x, float(p[i, x]), float(q_i[x]), prob, u, ok, best))
-        if not ok:
-            if greedy:
-                return Verification(tuple(rulings), i, best, "correction", None, False)
-            r, fallback = residual(p[i], q_i)
-            return Verification(tuple(rulings), i, draw(r, False, gen), "resampled", r, fallback)
-        if x in stop:  # the output ends here, as plain decoding would end it
-            return Verification(tuple(rulings), i + 1, None, "none", None, False)
-    n = len(drafts)
-    # every draft passed: the target's last distribution is free
-    return Verification(tuple(rulings), n, draw(p[n], greedy, gen), "bonus" if n else "target", None, False)
+    pass; stop: end-of-sequence ids. A chain is a tree with one path: the ONE rule, verify_tree, decides
+    (u and any resampled token drawn from `gen` in position order)."""
+    return verify_tree(TokenTree.chain(drafts, q), p, greedy, gen, stop)
 
 
 # ---------------------------------------------------------------- token trees (SpecInfer, Medusa, EAGLE-2)
@@ -154,29 +146,6 @@ class TokenTree:
         return self.q[node] if self.q is not None else one_hot(self.tokens[node], like)
 
 
-@dataclass(frozen=True)
-class TreeRuling:
-    """The verifier's decision on one node it tried (children of a node are tried in turn)."""
-    node: int
-    token: int
-    p: float  # the CURRENT p(x): after earlier siblings' rejections, the residual they left
-    q: float
-    accept_prob: float  # min(1, p(x)/q(x)); 1 or 0 for a greedy match
-    u: float | None
-    accepted: bool
-    target_choice: int  # greedy: argmax of the parent's p; -1 when sampling
-
-
-@dataclass(frozen=True)
-class TreeVerification:
-    rulings: tuple[TreeRuling, ...]  # every node tried, in order
-    path: tuple[int, ...]  # the accepted nodes, root's child first
-    token: int | None  # the target's own token after the path; None after an accepted EOS
-    origin: str  # "correction" | "resampled" | "bonus" | "target" | "none", as in Verification
-    residual: torch.Tensor | None  # the final residual when every child of the last node was rejected (sampling)
-    residual_fallback: bool
-
-
 def sibling_schedule(p: torch.Tensor, xs: list[int], qs: list[torch.Tensor]) -> tuple[list[float], list[torch.Tensor], bool]:
     """Multi-draft recursive rejection sampling at one node (SpecInfer, Miao et al. 2024): child i is tried
     against p_i, the residual the i earlier rejections left (p_0 = p), and accepted with probability
@@ -194,7 +163,7 @@ def sibling_schedule(p: torch.Tensor, xs: list[int], qs: list[torch.Tensor]) -> 
 
 
 def verify_tree(tree: TokenTree, p: torch.Tensor, greedy: bool, gen: torch.Generator,
-                stop: set[int] | frozenset = frozenset()) -> TreeVerification:
+                stop: set[int] | frozenset = frozenset()) -> Verification:
     """p: (n + 1, vocab) from ONE verify pass over the tree: row 0 the root's next-token distribution, row
     1 + i node i's. Greedy: walk from the root, at each node take the child equal to the argmax (output ==
     plain greedy for any tree). Sampling: recursive rejection sampling over each node's children in turn;
@@ -208,7 +177,7 @@ def verify_tree(tree: TokenTree, p: torch.Tensor, greedy: bool, gen: torch.Gener
             best, dist, chosen = int(torch.argmax(row)), row, None
             for c in kids:
                 ok = tree.tokens[c] == best
-                rulings.append(TreeRuling(c, tree.tokens[c], float(row[tree.tokens[c]]), float(tree.q_of(c, row)[tree.tokens[c]]),
+                rulings.append(Ruling(c, tree.tokens[c], float(row[tree.tokens[c]]), float(tree.q_of(c, row)[tree.tokens[c]]),
                                           float(ok), None, ok, best))
                 if ok:
                     chosen = c
@@ -220,12 +189,12 @@ def verify_tree(tree: TokenTree, p: torch.Tensor, greedy: bool, gen: torch.Gener
         path.append(chosen)
         node = chosen
         if tree.tokens[chosen] in stop:
-            return TreeVerification(tuple(rulings), tuple(path), None, "none", None, False)
+            return Verification(tuple(rulings), tuple(path), None, "none", None, False)
     tried = bool(kids)
     origin = ("correction" if greedy else "resampled") if tried else ("bonus" if path else "target")
     token = best if greedy else draw(dist, False, gen)
     res = dist if (tried and not greedy) else None
-    return TreeVerification(tuple(rulings), tuple(path), token, origin, res, fallback and res is not None)
+    return Verification(tuple(rulings), tuple(path), token, origin, res, fallback and res is not None)
 
 
 def sample_children(tree: TokenTree, row: torch.Tensor, kids: list[int], gen: torch.Generator,
@@ -238,7 +207,7 @@ def sample_children(tree: TokenTree, row: torch.Tensor, kids: list[int], gen: to
     for i, c in enumerate(kids):
         u = float(torch.rand((), generator=gen))
         ok = u < probs[i]
-        rulings.append(TreeRuling(c, xs[i], float(dists[i][xs[i]]), float(qs[i][xs[i]]), probs[i], u, ok, -1))
+        rulings.append(Ruling(c, xs[i], float(dists[i][xs[i]]), float(qs[i][xs[i]]), probs[i], u, ok, -1))
         if ok:
             return c, dists[i], False
     return None, dists[-1], fallback
@@ -287,7 +256,7 @@ def typical_path(tree: TokenTree, ok: list[bool], p: torch.Tensor, stop) -> list
 
 
 def verify_tree_typical(tree: TokenTree, p: torch.Tensor, greedy: bool, gen: torch.Generator, typical: tuple[float, float],
-                        stop: set[int] | frozenset = frozenset()) -> TreeVerification:
+                        stop: set[int] | frozenset = frozenset()) -> Verification:
     """Medusa's typical acceptance over a tree (see above). Greedy: exact match, verify_tree's greedy walk, as
     Medusa's evaluate_posterior does at temperature 0. Otherwise LOSSY: the longest passing path (the likeliest
     of equals), then the argmax of p after it; no uniform draw, no residual, `gen` unused. A token the exact
@@ -302,14 +271,14 @@ def verify_tree_typical(tree: TokenTree, p: torch.Tensor, greedy: bool, gen: tor
     for node in [-1] + path:  # the children tried along the walk: each node on the path, and its siblings
         for c in tree.children(node):
             x = tree.tokens[c]
-            rulings.append(TreeRuling(c, x, float(p[node + 1, x]), 1.0, float(ok[c]), None, ok[c], -1))
+            rulings.append(Ruling(c, x, float(p[node + 1, x]), 1.0, float(ok[c]), None, ok[c], -1))
     if path and tree.tokens[path[-1]] in stop:
-        return TreeVerification(tuple(rulings), tuple(path), None, "none", None, False)
+        return Verification(tuple(rulings), tuple(path), None, "none", None, False)
     last = path[-1] if path else -1
     tried = bool(tree.children(last))
     # the argmax after a rejection is the greedy rule's correction, not a resampled token
     origin = "correction" if tried else ("bonus" if path else "target")
-    return TreeVerification(tuple(rulings), tuple(path), int(torch.argmax(p[last + 1])), origin, None, False)
+    return Verification(tuple(rulings), tuple(path), int(torch.argmax(p[last + 1])), origin, None, False)
 
 
 def first_token_distribution(tree: TokenTree, p: torch.Tensor, typical: tuple[float, float] | None = None) -> torch.Tensor:

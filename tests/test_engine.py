@@ -153,7 +153,7 @@ def test_rollback_equals_fresh_prefill(embedded):
     for cycle in steps:
         if cycle.accepted < cycle.k:
             state = steps.gi_frame.f_locals
-            context = state["ids"]
+            context = state["run"].d.ids
             for stepper in (state["tstep"], drafter.stepper):
                 n = stepper.cached
                 assert n == len(context) - 1  # everything but the token fed next cycle

@@ -15,7 +15,7 @@ from specviz.drafters import FeatureDrafter, make_drafter
 from specviz.drafters.build import load_token_draft
 from specviz.drafters.feature import is_feature_draft, shifted
 from specviz.drafters.feature import load as load_feature_draft
-from specviz.labs.measure import forward_ms
+from specviz.labs.timing import forward_ms
 from specviz.models import SHIPPED_FEATURE_DRAFT
 from specviz.sampling import SamplingConfig
 from specviz.engine.speculative import speculative_steps

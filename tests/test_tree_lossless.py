@@ -14,7 +14,7 @@ from conftest import chat
 from specviz import verify
 from specviz.sampling import SamplingConfig
 from specviz.labs.tree_lossless import expected_pairs, first_token_fit, goodness_of_fit, real_tables, sample_pairs
-from specviz.verify import TreeVerification, accept_probability, draw, residual, verify_tree
+from specviz.verify import Verification, accept_probability, draw, residual, verify_tree
 
 CFG = SamplingConfig(1.0, 10, 1.0, 0)
 PROMPT = "Write a surreal poem about a violin made of fog and a clock that eats oranges."
@@ -52,7 +52,7 @@ def longest_accepted_path(tree, p, greedy, gen, stop=frozenset()):
         path = tree.path_to(i)
         if all(ok[j] for j in path) and len(path) > len(best):
             best = path
-    return TreeVerification((), tuple(best), draw(p[best[-1] + 1 if best else 0], False, gen), "bonus", None, False)
+    return Verification((), tuple(best), draw(p[best[-1] + 1 if best else 0], False, gen), "bonus", None, False)
 
 
 def no_residual_update(p, xs, qs):

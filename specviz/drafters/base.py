@@ -11,6 +11,7 @@ from typing import Protocol, runtime_checkable
 import torch
 
 from specviz.sampling import SamplingConfig
+from specviz.verify import TokenTree  # noqa: F401  (the TreeDrafter's return type)
 
 
 @runtime_checkable
@@ -42,3 +43,13 @@ class Drafter(Protocol):
     @property
     def cached(self) -> int | None:
         """Entries in its KV cache, or None for a drafter without one."""
+
+
+@runtime_checkable
+class TreeDrafter(Drafter, Protocol):
+    """A drafter that proposes a tree of candidates (proposes_tree = True: EAGLE-2, Medusa), verified in one
+    pass by specviz.engine.tree."""
+
+    def propose_tree(self, ids: list[int], budget: int, depth: int, cfg: SamplingConfig,
+                     gen: torch.Generator) -> "TokenTree":
+        """At most `budget` nodes, no path deeper than `depth`, each node's q what it was drawn from."""

@@ -30,8 +30,9 @@ from collections.abc import Generator
 import torch
 
 from specviz.errors import SpecVizError
-from specviz.engine.step import Stepper, eos_ids, token_text
-from specviz.trace import CacheState, Counters, JacobiStep, LookaheadStep, Result
+from specviz.engine.loop import Decoding, record_guesses, run_cycles
+from specviz.engine.step import Stepper, token_text
+from specviz.trace import CacheState, JacobiStep, LookaheadStep, Result
 
 
 class NgramPool:
@@ -120,11 +121,12 @@ def lookahead_steps(target, tokenizer, prompt_ids: list[int], max_new_tokens: in
                     guesses: int = 5, seed: int = 0) -> Generator[LookaheadStep, None, Result]:
     """Greedy lookahead decoding, one target forward per step (yielded); returns the Result."""
     check(window, ngram, guesses)
-    stepper, stop, pool = Stepper(target), eos_ids(target, tokenizer), NgramPool(guesses)
-    ids, new, counters = list(prompt_ids), [], Counters()
+    stepper, pool = Stepper(target), NgramPool(guesses)
     levels = [initial_level(prompt_ids, window, seed, set(tokenizer.all_special_ids))]
-    step = 0
-    while len(new) < max_new_tokens:
+
+    def cycle(d: Decoding) -> tuple[LookaheadStep, list[int]]:
+        nonlocal levels
+        ids = d.ids
         context_len, cached = len(ids), stepper.cached
         candidates = pool.candidates(ids[-1])[:guesses]
         tokens, positions, allowed = lookahead_inputs(levels, candidates, ids[cached:], cached)
@@ -137,16 +139,15 @@ def lookahead_steps(target, tokenizer, prompt_ids: list[int], max_new_tokens: in
         matched = [agreed(c, choice[0], choice[s:s + len(c)]) for s, c in zip(starts, candidates)]
         best = max(range(len(candidates)), key=lambda g: (matched[g], -g)) if any(matched) else -1  # newest wins ties
         m = matched[best] if best >= 0 else 0
-        emitted = list(candidates[best][:m]) + [choice[starts[best] + m - 1]] if best >= 0 else [choice[0]]
-        emitted = stopped(emitted[:max_new_tokens - len(new)], stop)
+        emitted = d.cut(list(candidates[best][:m]) + [choice[starts[best] + m - 1]] if best >= 0 else [choice[0]])
         # keep the context and the accepted candidate tokens' entries (computed on exactly this prefix)
         kept = [context_len - 1 + starts[best] + j for j in range(len(emitted) - 1)] if best >= 0 else []
         stepper.keep_slots(list(range(context_len)) + kept)
 
         ngrams = [tuple(lv[i] for lv in levels) + (outputs[i],) for i in range(window)] if len(levels) == ngram - 1 else []
         fresh = [pool.add(g) for g in ngrams]
-        yield LookaheadStep(
-            step=step, context_len=context_len, root=ids[-1], levels=tuple(map(tuple, levels)), outputs=tuple(outputs),
+        event = LookaheadStep(
+            step=d.cycle, context_len=context_len, root=ids[-1], levels=tuple(map(tuple, levels)), outputs=tuple(outputs),
             new_ngrams=tuple(ngrams), fresh=tuple(fresh), added=sum(fresh), pool_size=len(pool), candidates=tuple(candidates),
             matched=tuple(matched), best=best, emitted=tuple(emitted),
             texts=texts(tokenizer, [ids[-1], *outputs, *emitted, *(x for lv in levels for x in lv),
@@ -154,25 +155,11 @@ def lookahead_steps(target, tokenizer, prompt_ids: list[int], max_new_tokens: in
             verify_positions=len(tokens), position_ids=tuple(positions[-branch:]),
             allowed=tuple(map(tuple, allowed[-branch:, -branch:].tolist())), target_cache=CacheState(filled, stepper.cached))
         levels = (levels[1:] if len(levels) == ngram - 1 else levels) + [outputs]
-        ids += emitted
-        new += emitted
-        count(counters, emitted)
-        step += 1
-        if emitted[-1] in stop:
-            break
-    return Result("lookahead", list(prompt_ids), new, tokenizer.decode(new, skip_special_tokens=True), counters)
+        return event, emitted
 
-
-def stopped(emitted: list[int], stop: set[int]) -> list[int]:
-    """Cut after the first EOS."""
-    return emitted[:next((j + 1 for j, x in enumerate(emitted) if x in stop), len(emitted))]
-
-
-def count(counters: Counters, emitted: list[int]) -> None:
-    """One target pass that emitted these tokens (all but the last were guesses it confirmed)."""
-    counters.target_passes += 1
-    counters.tokens += len(emitted)
-    counters.accepted_per_pass.append(len(emitted) - 1)
+    d = Decoding.of(target, tokenizer, prompt_ids, max_new_tokens)
+    yield from run_cycles(d, cycle, record_guesses)
+    return d.result("lookahead")
 
 
 def texts(tokenizer, tokens) -> dict[int, str]:
@@ -186,28 +173,25 @@ def jacobi_steps(target, tokenizer, prompt_ids: list[int], max_new_tokens: int, 
     already equal the target's argmax (converged) plus the target's next token, re-guess the rest from the
     outputs. Always at least one token per pass; more only when a whole prefix of guesses was right."""
     check(window, 2, 0)
-    stepper, stop = Stepper(target), eos_ids(target, tokenizer)
-    ids, new, counters = list(prompt_ids), [], Counters()
+    stepper = Stepper(target)
     guess = initial_level(prompt_ids, window, seed, set(tokenizer.all_special_ids))
-    step = 0
-    while len(new) < max_new_tokens:
-        context_len = len(ids)
-        out = stepper.logits(ids + guess, window + 1).argmax(-1).tolist()  # out[j]: the argmax after guess[:j]
+
+    def cycle(d: Decoding) -> tuple[JacobiStep, list[int]]:
+        nonlocal guess
+        context_len = len(d.ids)
+        out = stepper.logits(d.ids + guess, window + 1).argmax(-1).tolist()  # out[j]: the argmax after guess[:j]
         m = 0
         while m < window and guess[m] == out[m]:
             m += 1  # guess[m] is exact: everything before it was, and the target agrees with it
-        emitted = stopped(out[:m + 1][:max_new_tokens - len(new)], stop)
+        emitted = d.cut(out[:m + 1])
         filled = stepper.cached
         stepper.crop(context_len + len(emitted) - 1)  # the exact guesses' entries stay
-        event = JacobiStep(step=step, context_len=context_len, guesses=tuple(guess), outputs=tuple(out),
+        event = JacobiStep(step=d.cycle, context_len=context_len, guesses=tuple(guess), outputs=tuple(out),
                            converged=m, emitted=tuple(emitted), texts=texts(tokenizer, guess + out),
                            target_cache=CacheState(filled, stepper.cached))
         guess = (out[m + 1:] + [out[-1]] * (m + 1))[:window]  # the outputs become the next guesses
-        ids += emitted
-        new += emitted
-        count(counters, emitted)
-        yield event
-        step += 1
-        if emitted[-1] in stop:
-            break
-    return Result("jacobi", list(prompt_ids), new, tokenizer.decode(new, skip_special_tokens=True), counters)
+        return event, emitted
+
+    d = Decoding.of(target, tokenizer, prompt_ids, max_new_tokens)
+    yield from run_cycles(d, cycle, record_guesses)
+    return d.result("jacobi")

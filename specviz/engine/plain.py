@@ -10,31 +10,25 @@ import math
 from collections.abc import Generator
 
 from specviz.sampling import SamplingConfig, choose, distribution, new_generator, warpers
-from specviz.engine.step import Stepper, eos_ids, token_text, top_probs
-from specviz.trace import Counters, Result, TokenStep
+from specviz.engine.loop import Decoding, record_token, run_cycles
+from specviz.engine.step import Stepper, token_text, top_probs
+from specviz.trace import Result, TokenStep
 
 
 def plain_steps(model, tokenizer, prompt_ids: list[int], max_new_tokens: int,
                  cfg: SamplingConfig = SamplingConfig(), top_n: int = 5) -> Generator[TokenStep, None, Result]:
     cfg.validate()
-    stepper = Stepper(model)
-    gen = new_generator(cfg.seed)
-    procs = warpers(cfg)
-    stop = eos_ids(model, tokenizer)
-    ids = list(prompt_ids)
-    new: list[int] = []
+    stepper, gen, procs = Stepper(model), new_generator(cfg.seed), warpers(cfg)
     logprob = 0.0
-    for step in range(max_new_tokens):
-        probs = distribution(stepper.logits(ids, 1), cfg, procs)[0].cpu()
+
+    def cycle(d: Decoding) -> tuple[TokenStep, list[int]]:
+        nonlocal logprob
+        probs = distribution(stepper.logits(d.ids, 1), cfg, procs)[0].cpu()
         token = choose(probs, cfg, gen)
         lp = math.log(max(float(probs[token]), 1e-45))
         logprob += lp
-        ids.append(token)
-        new.append(token)
-        yield TokenStep(step, token, token_text(tokenizer, token), lp, top_probs(tokenizer, probs, top_n, token))
-        if token in stop:
-            break
-    counters = Counters(target_passes=stepper.passes, tokens=len(new))
-    return Result("greedy" if cfg.greedy else "sample", list(prompt_ids), new,
-                  tokenizer.decode(new, skip_special_tokens=True), counters, logprob=logprob)
+        return TokenStep(d.cycle, token, token_text(tokenizer, token), lp, top_probs(tokenizer, probs, top_n, token)), [token]
 
+    d = Decoding.of(model, tokenizer, prompt_ids, max_new_tokens)
+    yield from run_cycles(d, cycle, record_token)
+    return d.result("greedy" if cfg.greedy else "sample", logprob=logprob)

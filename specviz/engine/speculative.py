@@ -16,8 +16,9 @@ import torch
 from specviz.drafters import Drafter
 from specviz.errors import SpecVizError
 from specviz.sampling import SamplingConfig, distribution, new_generator, warpers
-from specviz.engine.step import Stepper, eos_ids, token_text, top_probs
-from specviz.trace import CacheState, Counters, Cycle, DraftToken, Result, Verdict
+from specviz.engine.loop import Decoding, run_cycles
+from specviz.engine.step import Stepper, token_text, top_probs
+from specviz.trace import CacheState, Cycle, DraftToken, Result, Verdict
 from specviz.verify import Verification, one_hot, verify
 
 
@@ -26,65 +27,55 @@ def speculative_steps(target, drafter: Drafter, tokenizer, prompt_ids: list[int]
                       top_n: int = 5) -> Generator[Cycle, None, Result]:
     if k < 1:
         raise SpecVizError(f"K (draft length) must be at least 1; got {k}.")
-    run = Run.start(target, drafter, tokenizer, prompt_ids, cfg)
-    gen, procs, stop, tstep, counters, prefill = run.gen, run.procs, run.stop, run.tstep, run.counters, run.prefill
-    ids, new = list(prompt_ids), []
-    cycle = 0
-    while len(new) < max_new_tokens:
-        # Never draft past max_new_tokens: the cycle always adds one target token after the drafts.
-        k_now = max(0, min(k, max_new_tokens - len(new) - 1))
+    run = Run.start(target, drafter, tokenizer, prompt_ids, max_new_tokens, cfg)
+    tstep, ks = run.tstep, [k]  # ks[-1]: this cycle's K (dynamic K changes it between cycles)
+
+    def cycle(d: Decoding) -> tuple[Cycle, list[int]]:
         draft_passes = drafter.passes
-        drafts, q = drafter.propose(ids, k_now, cfg, gen)
+        drafts, q = drafter.propose(d.ids, d.room(ks[-1]), cfg, run.gen)
         draft_passes = drafter.passes - draft_passes
 
         # ONE target forward over the unseen context + all drafts: len(drafts) + 1 next-token distributions.
         fed_from = tstep.cached
-        p = distribution(tstep.logits(ids + drafts, len(drafts) + 1), cfg, procs).cpu()
+        p = distribution(tstep.logits(d.ids + drafts, len(drafts) + 1), cfg, run.procs).cpu()
         if drafter.reads_target_states:
             drafter.observe(tstep.states, fed_from)
         target_filled = tstep.cached
-        v = verify(drafts, q, p, cfg.greedy, gen, stop)
+        v = verify(drafts, q, p, cfg.greedy, run.gen, d.stop)
         emitted = drafts[:v.accepted] + ([v.token] if v.token is not None else [])
-        ids += emitted
-        new += emitted
 
         # Roll both caches back to the accepted prefix; the last new token is fed on the next cycle.
-        keep = len(ids) - 1
+        keep = len(d.ids) + len(emitted) - 1
         tstep.crop(keep)
         draft_cache = rollback_draft(drafter, keep)
-
-        event = cycle_event(tokenizer, top_n, cycle=cycle, context_len=len(ids) - len(emitted), drafts=drafts, q=q, p=p,
-                            v=v, emitted=emitted, greedy=cfg.greedy, draft_passes=draft_passes,
-                            prefill=prefill if cycle == 0 else 0,
-                            target_cache=CacheState(target_filled, tstep.cached), draft_cache=draft_cache)
-        counters.record(event)
-        yield event
-        cycle += 1
-        if emitted[-1] in stop:
-            break
         if dynamic_k:  # transformers' heuristic: grow after a clean sweep, shrink after a rejection
-            k = min(k + 2, k_max) if v.accepted == len(drafts) > 0 else max(1, k - 1)
+            ks.append(min(ks[-1] + 2, k_max) if v.accepted == len(drafts) > 0 else max(1, ks[-1] - 1))
+        return cycle_event(tokenizer, top_n, cycle=d.cycle, context_len=len(d.ids), drafts=drafts, q=q, p=p, v=v,
+                           emitted=emitted, greedy=cfg.greedy, draft_passes=draft_passes,
+                           prefill=run.prefill if d.cycle == 0 else 0,
+                           target_cache=CacheState(target_filled, tstep.cached), draft_cache=draft_cache), emitted
 
-    return Result("speculative", list(prompt_ids), new, tokenizer.decode(new, skip_special_tokens=True), counters)
+    yield from run_cycles(run.d, cycle)
+    return run.d.result("speculative")
 
 
 @dataclass
 class Run:
     """What every speculative loop (chain here, tree in tree.py) sets up before its first cycle."""
+    d: Decoding
     gen: torch.Generator
     procs: object  # the logits warpers
-    stop: set[int]
     tstep: Stepper
-    counters: Counters
     prefill: int
 
     @classmethod
-    def start(cls, target, drafter: Drafter, tokenizer, prompt_ids: list[int], cfg: SamplingConfig) -> "Run":
+    def start(cls, target, drafter: Drafter, tokenizer, prompt_ids: list[int], max_new_tokens: int,
+              cfg: SamplingConfig) -> "Run":
         cfg.validate()
         tstep = Stepper(target, read_layers=drafter.read_layers if drafter.reads_target_states else ())
         drafter.reset()
-        return cls(new_generator(cfg.seed), warpers(cfg), eos_ids(target, tokenizer), tstep, Counters(),
-                   prefill_states(tstep, drafter, list(prompt_ids)))
+        return cls(Decoding.of(target, tokenizer, prompt_ids, max_new_tokens), new_generator(cfg.seed), warpers(cfg),
+                   tstep, prefill_states(tstep, drafter, list(prompt_ids)))
 
 
 def rollback_draft(drafter: Drafter, keep: int) -> CacheState | None:

@@ -20,10 +20,11 @@ import torch
 from specviz.drafters import Drafter
 from specviz.errors import SpecVizError
 from specviz.sampling import SamplingConfig, distribution
+from specviz.engine.loop import Decoding, run_cycles
 from specviz.engine.speculative import Run, rollback_draft
 from specviz.engine.step import Stepper, token_text, top_probs
 from specviz.trace import CacheState, DepthVerdict, Result, TreeCycle, TreeNode
-from specviz.verify import TokenTree, TreeVerification, one_hot, verify_tree, verify_tree_typical
+from specviz.verify import TokenTree, Verification, one_hot, verify_tree, verify_tree_typical
 
 
 def tree_inputs(tree: TokenTree, ids: list[int], cached: int) -> tuple[list[int], list[int], torch.Tensor]:
@@ -100,44 +101,37 @@ def tree_speculative_steps(target, drafter: Drafter, tokenizer, prompt_ids: list
     if depth < 1 or budget < 1:
         raise SpecVizError(f"Tree depth and budget must be at least 1; got depth {depth}, budget {budget}.")
     typical = typical if not cfg.greedy else None  # Medusa's temperature-0 branch: exact match
-    run = Run.start(target, drafter, tokenizer, prompt_ids, cfg)
-    gen, procs, stop, tstep, counters, prefill = run.gen, run.procs, run.stop, run.tstep, run.counters, run.prefill
-    ids, new = list(prompt_ids), []
-    cycle = 0
-    while len(new) < max_new_tokens:
-        room = max(0, min(depth, max_new_tokens - len(new) - 1))  # a path never drafts past max_new_tokens
+    run = Run.start(target, drafter, tokenizer, prompt_ids, max_new_tokens, cfg)
+    tstep = run.tstep
+
+    def cycle(d: Decoding) -> tuple[TreeCycle, list[int]]:
         draft_passes = drafter.passes
-        tree = draft_tree(drafter, ids, budget, room, width, cfg, gen)
+        tree = draft_tree(drafter, d.ids, budget, d.room(depth), width, cfg, run.gen)  # no path past the budget
         draft_passes = drafter.passes - draft_passes
 
-        context_len, fed_from = len(ids), tstep.cached
-        p = distribution(tree_logits(tstep, tree, ids), cfg, procs).cpu()  # the ONE verify pass
+        context_len, fed_from = len(d.ids), tstep.cached
+        p = distribution(tree_logits(tstep, tree, d.ids), cfg, run.procs).cpu()  # the ONE verify pass
         filled = tstep.cached
-        v = (verify_tree_typical(tree, p, cfg.greedy, gen, typical, stop) if typical  # LOSSY
-             else verify_tree(tree, p, cfg.greedy, gen, stop))
+        v = (verify_tree_typical(tree, p, cfg.greedy, run.gen, typical, d.stop) if typical  # LOSSY
+             else verify_tree(tree, p, cfg.greedy, run.gen, d.stop))
         keep_path(tstep, context_len, list(v.path))
         if drafter.reads_target_states:  # the target's states of the context and the accepted path only
             m = context_len - fed_from
             rows = list(range(m)) + [m + i for i in v.path]
             drafter.observe(tstep.states[rows], fed_from)
         emitted = [tree.tokens[i] for i in v.path] + ([v.token] if v.token is not None else [])
-        ids += emitted
-        new += emitted
-        draft_cache = rollback_draft(drafter, len(ids) - 1)
+        draft_cache = rollback_draft(drafter, context_len + len(emitted) - 1)
+        return tree_event(tokenizer, top_n, cycle=d.cycle, context_len=context_len, drafter=drafter.name, tree=tree,
+                          p=p, v=v, emitted=emitted, greedy=cfg.greedy, draft_passes=draft_passes,
+                          prefill=run.prefill if d.cycle == 0 else 0, pending=context_len - fed_from,
+                          target_cache=CacheState(filled, tstep.cached), draft_cache=draft_cache,
+                          typical=typical is not None), emitted
 
-        event = tree_event(tokenizer, top_n, cycle=cycle, context_len=context_len, drafter=drafter.name, tree=tree,
-                           p=p, v=v, emitted=emitted, greedy=cfg.greedy, draft_passes=draft_passes,
-                           prefill=prefill if cycle == 0 else 0, pending=context_len - fed_from,
-                           target_cache=CacheState(filled, tstep.cached), draft_cache=draft_cache, typical=typical is not None)
-        counters.record(event)
-        yield event
-        cycle += 1
-        if emitted[-1] in stop:
-            break
-    return Result("speculative tree", list(prompt_ids), new, tokenizer.decode(new, skip_special_tokens=True), counters)
+    yield from run_cycles(run.d, cycle)
+    return run.d.result("speculative tree")
 
 
-def tree_event(tokenizer, top_n: int, *, cycle: int, context_len: int, drafter: str, tree: TokenTree, p, v: TreeVerification,
+def tree_event(tokenizer, top_n: int, *, cycle: int, context_len: int, drafter: str, tree: TokenTree, p, v: Verification,
                emitted: list[int], greedy: bool, draft_passes: int, prefill: int, pending: int,
                target_cache: CacheState, draft_cache: CacheState | None, typical: bool = False) -> TreeCycle:
     """The trace event of one tree cycle: every node with its verdict, the mask and position ids.

@@ -4,60 +4,26 @@ from __future__ import annotations
 import statistics
 import time
 
-import torch
 
-from specviz.drafters.feature import FeatureDraft
 from specviz.engine.plain import plain_steps
 from specviz.sampling import SamplingConfig
 from specviz.engine.speculative import speculative_steps
-from specviz.engine.step import Stepper, run_steps
+from specviz.engine.step import run_steps
+from specviz.labs.timing import forward_ms, time_forwards
 from specviz.theory import speedup_breakdown
 
 
-@torch.inference_mode()
-def forward_ms(model, ctx: list[int], n: int, repeats: int = 15) -> float:
-    """Median ms of one forward over n new tokens on top of a cached context of ctx: n = 1 is a decode
-    step (the c numerator for a draft), n = K + 1 a verify pass. A feature draft steps on states, not ids:
-    its step reads its own h, as drafting does."""
-    times = []
-    for _ in range(repeats + 2):
-        if isinstance(model, FeatureDraft):
-            cache = model.new_cache()
-            tokens = torch.tensor([ctx + ctx[-1:] * n], device=model.device)
-            states = torch.ones((1, len(ctx), model.config.hidden_size * len(model.read_layers)), dtype=model.dtype,
-                                device=model.device)
-            h, _ = model(tokens[:, :len(ctx)], states, cache)
-            t0 = time.perf_counter()
-            model.head(model(tokens[:, len(ctx):], h[:, -1:].expand(-1, n, -1), cache)[0])
-        else:
-            s = Stepper(model)
-            s.logits(ctx, 1)
-            t0 = time.perf_counter()
-            s.logits(ctx + [ctx[-1]] * n, n)
-        times.append(time.perf_counter() - t0)
-    return 1000 * statistics.median(times[2:])
-
-
 def verify_cost_profile(model, ctx: list[int], ks=range(1, 17), repeats: int = 5) -> dict:
-    """v(K) = a (K+1)-token forward / a 1-token forward, for each K, with its spread. Each forward is timed
-    `repeats` times; the estimate uses each one's fastest run (the one least disturbed by whatever else shares
-    the cores: a browser drawing the page, other sessions) and the spread uses the slowest, so a wide
-    spread says the figures are noisy. Returns {"t1_ms", "v": {K: v}, "v_range": {K: (lo, hi)}, "noisy"}."""
-    def runs(n):
-        out = []
-        for _ in range(repeats):
-            out.append(forward_ms(model, ctx, n, repeats=1))
-        return out
-
-    base = runs(1)
-    t1, t1_slow = min(base), max(base)
-    v, rng = {}, {}
-    for k in ks:
-        t = runs(k + 1)
-        v[k] = min(t) / t1
-        rng[k] = (min(t) / t1_slow, max(t) / t1)
+    """v(K) = a (K+1)-token forward / a 1-token forward, for each K, from the one timer (labs/timing.py: medians,
+    sizes interleaved), with its spread (fastest over slowest to slowest over fastest): a wide spread says the
+    figures are noisy. Returns {"t1_ms", "t1_range", "v": {K: v}, "v_range": {K: (lo, hi)}, "noisy"}."""
+    t = time_forwards(model, ctx, [1] + [k + 1 for k in ks], repeats)
+    t1 = t[1]
+    v = {k: t[k + 1].median / t1.median for k in ks}
+    rng = {k: (t[k + 1].lo / t1.hi, t[k + 1].hi / t1.lo) for k in ks}
     spread = max((hi - lo) / v[k] for k, (lo, hi) in rng.items()) if rng else 0.0
-    return {"t1_ms": t1, "t1_range": (t1, t1_slow), "v": v, "v_range": rng, "noisy": spread > 0.3 or t1_slow > 1.3 * t1}
+    return {"t1_ms": t1.median, "t1_range": (t1.lo, t1.hi), "v": v, "v_range": rng,
+            "noisy": spread > 0.3 or t1.hi > 1.3 * t1.lo}
 
 
 def timed_rounds(runs: dict, rounds: int, progress=lambda f, m: None, span=(0.0, 1.0)) -> tuple[dict, dict]:

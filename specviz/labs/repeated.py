@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import statistics
 
-from specviz.drafters import NgramDrafter
-from specviz.drafters.suffix import SuffixDrafter
+from specviz.drafters import make_drafter
 from specviz.labs.measure import timed_rounds
 from specviz.engine.plain import plain_steps
 from specviz.prompting import prompt_ids
@@ -31,9 +30,9 @@ def run(models, requests=REQUESTS, k: int = 4, max_new: int = 64, rounds: int = 
     for i in range(1, len(ids)):
         history = [ids[j] + outputs[j] for j in range(i)]
         runs[("plain greedy", i)] = lambda x=ids[i]: run_steps(plain_steps(target, tok, x, max_new))[1]
-        runs[("n-gram lookup", i)] = lambda x=ids[i]: run_steps(speculative_steps(target, NgramDrafter(), tok, x, max_new, k))[1]
+        runs[("n-gram lookup", i)] = lambda x=ids[i]: run_steps(speculative_steps(target, make_drafter("ngram"), tok, x, max_new, k))[1]
         runs[("suffix decoding", i)] = lambda x=ids[i], h=history: run_steps(
-            speculative_steps(target, SuffixDrafter(h), tok, x, max_new, k))[1]
+            speculative_steps(target, make_drafter("suffix", history=h), tok, x, max_new, k))[1]
     timed_rounds({key: f for key, f in list(runs.items())[:3]}, 1)  # warm-up
     seconds, results = timed_rounds(runs, rounds)
     out = {"requests": len(ids) - 1, "k": k, "max_new_tokens": max_new, "rounds": rounds, "rows": {}}

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import torch
 
+from specviz.labs.timing import forward_ms
 from specviz.theory import expected_tokens
 from specviz.packed import PackedLinear
 
@@ -190,30 +191,15 @@ def this_cpu(bandwidth: float, flops: float) -> Device:
     return Device("this CPU (measured)", bandwidth, flops, "measured here: a 256 MB fp32 sum and a 1024² fp32 matmul")
 
 
-@torch.inference_mode()
-def forward_ms(model, batch: int, new_tokens: int, context: int, repeats: int = 3) -> float:
-    """Median ms of one forward of `new_tokens` per sequence for `batch` sequences on top of a cached
-    context of `context` tokens each."""
-    ids = torch.randint(100, 1000, (batch, context + new_tokens), generator=torch.Generator().manual_seed(0))
-    ids = ids.to(model.device)
-    times = []
-    for _ in range(repeats + 1):
-        out = model(input_ids=ids[:, :context], use_cache=True, logits_to_keep=1)
-        t0 = time.perf_counter()
-        model(input_ids=ids[:, context:], past_key_values=out.past_key_values, use_cache=True, logits_to_keep=new_tokens)
-        times.append(time.perf_counter() - t0)
-    return 1000 * statistics.median(times[1:])
-
-
 def forward_grid(target, draft, batches, k: int, context: int = 64, progress=lambda f, m: None) -> dict:
     """Measured: per batch size, a 1-token target step, a (K+1)-token verify and a 1-token draft step (ms),
     and from them v(B) and c(B)."""
     rows = []
     for i, b in enumerate(batches):
         progress(i / len(batches), f"batch {b}…")
-        t1 = forward_ms(target, b, 1, context)
-        tv = forward_ms(target, b, k + 1, context)
-        d1 = forward_ms(draft, b, 1, context) if draft is not None else 0.0
+        t1 = forward_ms(target, context, 1, 3, batch=b)
+        tv = forward_ms(target, context, k + 1, 3, batch=b)
+        d1 = forward_ms(draft, context, 1, 3, batch=b) if draft is not None else 0.0
         rows.append({"batch": b, "target_ms": t1, "verify_ms": tv, "draft_ms": d1, "v": tv / t1, "c": d1 / t1})
     progress(1.0, "done")
     return {"k": k, "context": context, "rows": rows}

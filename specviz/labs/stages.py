@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from specviz.drafters import ModelDrafter, StagedDrafter
+from specviz.drafters import StagedDrafter, make_drafter
 from specviz.engine.plain import plain_steps
 from specviz.engine.speculative import speculative_steps
 from specviz.engine.step import run_steps
@@ -59,7 +59,7 @@ def staged_breakdown(models, ids: list[int], k: int = 6, max_new: int = 48) -> d
     def plain():
         return run_steps(plain_steps(models.target, models.tokenizer, ids, max_new))[1]
 
-    makes = [lambda: ModelDrafter(models.draft), lambda: StagedDrafter(models.draft)]
+    makes = [lambda: make_drafter("token", models), lambda: make_drafter("staged", models)]
     plain()
     for make in makes:  # warm-up: the first run of each pays one-off allocation costs
         one_run(models, ids, make, k, max_new)

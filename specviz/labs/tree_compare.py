@@ -19,36 +19,22 @@ import json
 import pathlib
 import re
 import statistics
-import time
 
-import torch
 
 from specviz.labs.measure import timed_rounds
+from specviz.labs.timing import time_forwards
 from specviz.engine.plain import plain_steps
-from specviz.engine.step import Stepper, run_steps
+from specviz.engine.step import run_steps
 from specviz.engine.tree import tree_speculative_steps
 
 V_SIZES = (1, 2, 4, 8, 16, 32, 64)
 DOCS = pathlib.Path(__file__).resolve().parents[2] / "docs"
 
 
-@torch.inference_mode()
 def verify_cost_curve(model, ctx: list[int], sizes=V_SIZES, repeats: int = 5) -> dict[int, dict]:
     """v(n) in ms for each n: one target forward over n new positions (logits at each, as a verify pass needs)
-    on a cache holding ctx, which is cropped back to ctx after each. Timed `repeats` times, interleaved over
-    the sizes (a disturbance lands on all sizes alike), after one untimed round (oneDNN sets up each new
-    shape on its first call). Median and the min-max spread of each."""
-    s = Stepper(model)
-    s.logits(ctx, 1)
-    times: dict[int, list[float]] = {n: [] for n in sizes}
-    for r in range(repeats + 1):
-        for n in sizes:
-            t0 = time.perf_counter()
-            s.logits(ctx + ctx[-1:] * n, n)
-            if r:
-                times[n].append(1000 * (time.perf_counter() - t0))
-            s.crop(len(ctx))
-    return {n: {"median": statistics.median(t), "lo": min(t), "hi": max(t)} for n, t in times.items()}
+    on a cache holding ctx, timed by the one timer (labs/timing.py). Median and the min-max spread of each."""
+    return {n: t.as_dict() for n, t in time_forwards(model, ctx, sizes, repeats).items()}
 
 
 def interpolate(curve: dict[int, dict], n: float) -> float:

@@ -25,11 +25,11 @@ from dataclasses import dataclass
 import torch
 from scipy.stats import chisquare
 
+from specviz.drafters import make_drafter
 from specviz.sampling import SamplingConfig, distribution, warpers
 from specviz.engine.speculative import Run
 from specviz.engine.tree import draft_tree, static_tree, tree_logits
 from specviz.verify import first_token_tv, verify_tree, verify_tree_typical
-from specviz.drafters.medusa import MedusaDrafter
 from specviz.models import load_models
 from specviz.prompting import prompt_ids
 from specviz.training.data import held_out_prompts
@@ -194,7 +194,7 @@ def fit_verdict(fit: dict, alpha: float) -> tuple[bool, str]:
 def first_tree(target, drafter, tokenizer, ids: list[int], budget: int, depth: int, cfg: SamplingConfig):
     """The drafter's first tree on a prompt and the target's p over it (one verify pass), as the tree loop's
     first cycle computes them (tree.tree_speculative_steps)."""
-    run = Run.start(target, drafter, tokenizer, ids, cfg)
+    run = Run.start(target, drafter, tokenizer, ids, depth + 1, cfg)
     tree = draft_tree(drafter, list(ids), budget, depth, 1, cfg, run.gen)
     return tree, distribution(tree_logits(run.tstep, tree, list(ids)), cfg, run.procs).cpu().double()
 
@@ -206,7 +206,7 @@ def measure_typical_tv(models, prompts: list[list[int]], epsilon: float, delta: 
     cfg = SamplingConfig(1.0)
     exact, typical = [], []
     for ids in prompts:
-        tree, p = first_tree(models.target, MedusaDrafter(models.medusa), models.tokenizer, ids, budget, depth, cfg)
+        tree, p = first_tree(models.target, make_drafter("medusa", models), models.tokenizer, ids, budget, depth, cfg)
         exact.append(first_token_tv(tree, p))
         typical.append(first_token_tv(tree, p, (epsilon, delta)))
     return {"epsilon": epsilon, "delta": delta, "temperature": 1.0, "budget": budget, "depth": depth,

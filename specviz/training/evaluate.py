@@ -8,7 +8,8 @@ import torch
 from specviz.drafters import FeatureDrafter, ModelDrafter
 from specviz.drafters.feature import FeatureDraft, shifted
 from specviz.engine.plain import plain_steps
-from specviz.labs.measure import forward_ms, timed_rounds
+from specviz.labs.measure import timed_rounds
+from specviz.labs.timing import forward_ms
 from specviz.prompting import prompt_ids
 from specviz.engine.speculative import speculative_steps
 from specviz.engine.step import run_steps
