@@ -28,7 +28,8 @@ test: setup-dev browser
 bench: setup
 	$(PY) -m specviz.bench
 
-# The lesson README links: a recorded speculative run as one offline HTML file (python -m specviz export)
+# The lesson README links: a recorded speculative run as one offline HTML file (python -m specviz export;
+# --method beam|tree|lookahead makes the other step pages' lessons)
 lesson: setup
 	$(PY) -m specviz export --prompt "Write a Python function that returns the sum of a list." --chat \
 		--max-new-tokens 64 --out docs/lesson.html
