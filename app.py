@@ -3,7 +3,7 @@ and where to see each). The pages are declared (ui/registry.py) with st.navigati
 sidebar names every page, this one "Home" rather than the file name "app"."""
 import streamlit as st
 
-from ui.common import encode, get_models, sidebar
+from ui.sidebar import encode, get_models, sidebar
 from ui.registry import PAGES, navigation, page_link
 
 

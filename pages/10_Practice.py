@@ -5,7 +5,8 @@ import random
 
 import streamlit as st
 
-from ui.common import get_models, keep, sidebar
+from ui.sidebar import get_models, sidebar
+from ui.state import keep
 from ui.learner import current, progress
 from ui.registry import BY_PATH
 

@@ -3,7 +3,9 @@ rules side by side at its positions, and bit-exact vs distribution-lossless in f
 import pandas as pd
 import streamlit as st
 
-from ui.common import chart, encode, get_models, keep, sidebar, slider
+from ui.charts import chart
+from ui.sidebar import encode, get_models, sidebar
+from ui.state import keep, slider
 
 from specviz.drafters import drafter_choices, make_drafter
 from specviz.figures import md_escape

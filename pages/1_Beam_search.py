@@ -1,8 +1,10 @@
 """Beam search step by step, beside greedy on the same prompt."""
 import streamlit as st
 
-from ui.common import (chart, controls, figure, encode, get_models, get_replay, keep, link, play_interval, play_speed,
-                       play_tick, sidebar, slider)
+from ui.charts import chart, figure
+from ui.replay import controls, get_replay, link, play_interval, play_speed, play_tick
+from ui.sidebar import encode, get_models, sidebar
+from ui.state import keep, slider
 from ui.learner import count_prediction
 from ui.lesson import export_lesson
 

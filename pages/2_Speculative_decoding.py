@@ -4,8 +4,10 @@ import streamlit as st
 
 from ui.learner import count_prediction
 from ui.lesson import export_lesson
-from ui.common import (ON_OFF, bounded, chart, controls, figure, encode, get_models, get_replay, keep, link, linked,
-                       play_interval, play_speed, play_tick, sidebar, slider)
+from ui.charts import chart, figure
+from ui.replay import controls, get_replay, link, play_interval, play_speed, play_tick
+from ui.sidebar import encode, get_models, sidebar
+from ui.state import bounded, keep, linked, ON_OFF, slider
 
 from specviz.drafters import ALIASES, LABELS, drafter_choices, make_drafter
 from specviz.figures import spec_cycle as F

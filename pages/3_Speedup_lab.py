@@ -1,7 +1,9 @@
 """The speedup formulas, live, with a and c measured from real runs beside the theory."""
 import streamlit as st
 
-from ui.common import chart, encode, get_models, keep, sidebar, slider
+from ui.charts import chart
+from ui.sidebar import encode, get_models, sidebar
+from ui.state import keep, slider
 
 from specviz.labs.compare import estimate_note, load_bench, packing_note
 from specviz.drafters import drafter_choices, make_drafter

@@ -2,7 +2,9 @@
 import pandas as pd
 import streamlit as st
 
-from ui.common import bounded, chart, encode, get_models, kept, sidebar, slider
+from ui.charts import chart
+from ui.sidebar import encode, get_models, sidebar
+from ui.state import bounded, kept, slider
 
 from specviz.drafters import make_drafter
 from specviz.figures import md_escape

@@ -2,7 +2,9 @@
 import pandas as pd
 import streamlit as st
 
-from ui.common import chart, encode, get_models, sidebar, slider
+from ui.charts import chart
+from ui.sidebar import encode, get_models, sidebar
+from ui.state import slider
 
 from specviz.drafters import drafter_choices, make_drafter
 from specviz.figures.drafters import speedup_bars, stage_bars, suffix_bars

@@ -5,7 +5,8 @@ import time
 
 import streamlit as st
 
-from ui.common import keep, sidebar
+from ui.sidebar import sidebar
+from ui.state import keep
 from ui.learner import current, progress
 from ui.registry import BY_PATH
 

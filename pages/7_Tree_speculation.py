@@ -5,8 +5,10 @@ import time
 
 import streamlit as st
 
-from ui.common import (ON_OFF, chart, controls, encode, figure, get_models, get_replay, keep, link, linked,
-                       play_interval, play_speed, play_tick, sidebar, slider)
+from ui.charts import chart, figure
+from ui.replay import controls, get_replay, link, play_interval, play_speed, play_tick
+from ui.sidebar import encode, get_models, sidebar
+from ui.state import keep, linked, ON_OFF, slider
 from ui.learner import count_prediction
 from ui.lesson import export_lesson
 

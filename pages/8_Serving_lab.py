@@ -2,7 +2,9 @@
 import pandas as pd
 import streamlit as st
 
-from ui.common import chart, get_models, keep, kept, sidebar, slider
+from ui.charts import chart
+from ui.sidebar import get_models, sidebar
+from ui.state import keep, kept, slider
 
 from specviz.labs import batched as BT
 from specviz.labs import serving as S

@@ -2,8 +2,10 @@
 candidates verified in the same pass, and plain Jacobi iteration beside it."""
 import streamlit as st
 
-from ui.common import (chart, controls, encode, figure, get_models, get_replay, link, play_interval, play_speed,
-                       play_tick, sidebar, slider)
+from ui.charts import chart, figure
+from ui.replay import controls, get_replay, link, play_interval, play_speed, play_tick
+from ui.sidebar import encode, get_models, sidebar
+from ui.state import slider
 from ui.lesson import export_lesson
 
 from specviz.figures import lookahead as L

@@ -60,7 +60,7 @@ def _markdown(text: str) -> str:
 
 
 def figure_json(fig) -> dict:
-    """A figure as the page sends it to the browser (ui.common.chart draws for_browser(fig)), as plain JSON."""
+    """A figure as the page sends it to the browser (ui.charts.chart draws for_browser(fig)), as plain JSON."""
     return json.loads(json.dumps(for_browser(fig).to_plotly_json(), cls=PlotlyJSONEncoder))
 
 

@@ -113,6 +113,8 @@ class Cycle:
     target_top: tuple[TokenProb, ...] = ()  # the target's own most likely token there, with its probability
     p_draft: tuple[float, ...] = ()  # p(draft token) at each of the k draft positions
     new_p: float | None = None  # p(new_token) under the target where it was emitted (None: no new token)
+    k_asked: int = 0  # the K this cycle asked the drafter for (dynamic K: this cycle's value)
+    k_room: int = 0  # the most drafts the token budget allowed (every cycle adds one target token after them)
 
 
 # ---------------------------------------------------------------- results

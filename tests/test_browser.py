@@ -136,7 +136,7 @@ def test_each_new_chart_is_drawn_once(server, browser):
     assert page.evaluate(DRAWS_OF, "k_buys") == 1
     for _ in range(2):
         click(page, "Next cycle ⏩")
-    # While the rerun runs, the elements not yet redrawn fade: after Streamlit's 0.5 s, in one step (ui.common.STALE_CSS),
+    # While the rerun runs, the elements not yet redrawn fade: after Streamlit's 0.5 s, in one step (ui.sidebar.STALE_CSS),
     # not as a 1 s animation the browser must composite frame by frame
     fade = page.evaluate(STALE_TRANSITION)
     assert fade and fade["duration"] == "0s" and fade["delay"] == "0.5s", fade
@@ -302,7 +302,7 @@ def test_copied_link_reopens_the_same_screen_in_a_fresh_browser(server, browser)
 def test_browser_back_and_forward_walk_the_steps_then_the_pages(server, browser):
     """Each Step writes the screen into the address bar, and Streamlit keeps each address in the browser's history:
     Back shows the screen before (settings, cycle, tokens), down to the page the learner came from; Forward comes
-    back (ui.common._history_visit). Before, the page wrote its current screen over the one Back went to."""
+    back (ui.state.history_visit). Before, the page wrote its current screen over the one Back went to."""
     from playwright.sync_api import expect
 
     page = open_page(browser, f"{server}/Beam_search")

@@ -72,7 +72,7 @@ def step_charts():
 
 def test_for_browser_draws_what_the_template_drew(browser, monkeypatch):  # noqa: F811
     monkeypatch.setattr(figures, "_inline", lambda data, layout: layout)  # build() keeps its template: the old form
-    monkeypatch.setattr(pio.templates, "default", "specviz")  # as ui.common sets it (importing streamlit changes it)
+    monkeypatch.setattr(pio.templates, "default", "specviz")  # as ui.state sets it (importing streamlit changes it)
     specs = [json.loads(f.to_json()) for f in [*synthetic(), *step_charts()]]
     monkeypatch.undo()
     page = browser.new_page()

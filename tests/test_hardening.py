@@ -240,15 +240,15 @@ def test_play_into_an_engine_error_stops_with_a_message(monkeypatch):
     at.session_state["sp_mode"] = "rejection sampling"
     at.run()
     at.button(key="spec_play").click().run()
-    assert at.session_state["spec_playing"]
+    assert at.session_state["spec"].playing
     for _ in range(40):  # each run is one Play tick (AppTest runs no timer): through cycle 1's stages
         at.run()
-        if not at.session_state["spec_playing"]:
+        if not at.session_state["spec"].playing:
             break
     assert not at.exception
-    assert not at.session_state["spec_playing"]
+    assert not at.session_state["spec"].playing
     assert [e.value for e in at.error if "engine stopped here" in e.value]
-    replay = at.session_state["spec"][1]
+    replay = at.session_state["spec"].replay
     assert (replay.event, replay.phase) == (0, replay.phases - 1)  # cycle 1 played to its last stage, still shown
     assert at.get("plotly_chart") and at.button(key="spec_back")
     at.button(key="spec_step").click().run()

@@ -220,8 +220,8 @@ def test_speedup_lab_theory_numbers(app):
     chosen = next(d for d in tau["data"] if d["name"] == "a = 0.7")
     assert abs(chosen["y"][3] - 2.7731) < 1e-4  # K = 4
     improve = figures(at)[1]
-    assert all(c.proto.theme == "" for c in at.get("plotly_chart"))  # every page's charts through ui.common.chart
-    # ... in the specviz look: ui.common makes it the default again after importing streamlit (which sets its own)
+    assert all(c.proto.theme == "" for c in at.get("plotly_chart"))  # every page's charts through ui.charts.chart
+    # ... in the specviz look: ui.state makes it the default again after importing streamlit (which sets its own)
     assert all(f["layout"]["font"]["family"].startswith('"Source Sans"') and f["layout"]["template"] == "none"
                for f in figures(at))
     assert any(d.get("name") == "best K (paper)" for d in improve["data"])
@@ -330,7 +330,7 @@ def test_speculative_header_says_why_fewer_than_k_were_drafted(app):
         at.button(key="spec_whole").click().run()
         no_errors(at)
         headers += [m.value for m in at.markdown if m.value.startswith("**Cycle ")]
-        if at.session_state["spec"][1].current().k == 0:  # stages 1 and 3 say there was nothing to do: 1, 2, 3, 4, 5
+        if at.session_state["spec"].replay.current().k == 0:  # stages 1 and 3 say there was nothing to do: 1, 2, 3, 4, 5
             nothing += 1
             stages = [m.value[2] for m in at.markdown if m.value[:2] == "**" and m.value[3:6] == " · "]
             titles = [json.loads(e.proto.spec)["layout"].get("title", {}).get("text", "?")[0] for e in at.get("plotly_chart")]

@@ -74,7 +74,7 @@ def test_predict_then_reveal_on_the_beam_page():
     assert by["candidate"]["x"] and not by["kept"]["x"] and not by["pruned"]["x"]  # the step's fate hidden
     assert all("log p" in t for t in by["candidate"]["text"])  # each token's own log p, not the ranked total
     pick = at.multiselect[0]
-    step = at.session_state["beam"][1].current()
+    step = at.session_state["beam"].replay.current()
     from specviz.figures.beam_tree import by_beam, shown_candidates
     cands = by_beam(shown_candidates(step))
     pick.set_value([o for i, o in enumerate(pick.options) if cands[i].status == "kept"]).run()
@@ -100,7 +100,7 @@ def test_predict_then_reveal_on_the_tree_page():
     tree = json.loads(at.get("plotly_chart")[0].proto.spec)
     assert [d.get("name") for d in tree["data"] if d.get("mode") == "markers+text"][0] == "drafted (verdict hidden)"
     assert not any("accepted path of" in m.value for m in at.markdown)  # the heading keeps the answer back
-    cycle = at.session_state["tree"][1].current()
+    cycle = at.session_state["tree"].replay.current()
     at.number_input[0].set_value(cycle.accepted).run()
     at.button(key="tree_step").click().run()
     assert not at.exception

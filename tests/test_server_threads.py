@@ -14,7 +14,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 PROBE = """
 import sys, time
 if sys.argv[1] == "app":
-    import ui.common  # what app.py imports first
+    import ui.sidebar  # what app.py imports first
 import torch
 x = torch.randn(256, 256)
 c0, w0 = time.process_time(), time.perf_counter()

@@ -38,7 +38,7 @@ def test_spec_settings_and_run_survive_a_page_switch():
     at.select_slider(key="spec_speed").set_value(0.3).run()
     at.button(key="spec_whole").click().run()
     at.button(key="spec_step").click().run()
-    replay = at.session_state["spec"][1]
+    replay = at.session_state["spec"].replay
     assert (replay.event, replay.phase) == (1, 0)
     q = dict(at.query_params)
     assert (q["k"], q["drafter"], q["mode"], q["dynamic"], q["step"]) == (["6"], ["ngram"], ["sampling"], ["1"], ["2.1"]) \
@@ -52,7 +52,7 @@ def test_spec_settings_and_run_survive_a_page_switch():
     assert at.radio(key="sp_mode").value == "rejection sampling"
     assert at.slider(key="sp_k").value == 6 and at.toggle(key="sp_dynamic").value is True
     assert at.select_slider(key="spec_speed").value == 0.3
-    assert at.session_state["spec"][1] is replay and (replay.event, replay.phase) == (1, 0)  # the same run, same step
+    assert at.session_state["spec"].replay is replay and (replay.event, replay.phase) == (1, 0)  # the same run, same step
     at.switch_page(BEAM).run()
     assert at.slider(key="bm_b").value == 5
 
@@ -62,9 +62,9 @@ def test_a_links_step_reopens_the_same_screen_and_shares_the_recording():
     first.button(key="spec_whole").click().run()
     first.button(key="spec_step").click().run()
     first.button(key="spec_step").click().run()
-    mine = first.session_state["spec"][1]
+    mine = first.session_state["spec"].replay
     other = app(SPEC, step="2.2", k="4", drafter="feature", mode="greedy", max_new_tokens="48")
-    theirs = other.session_state["spec"][1]
+    theirs = other.session_state["spec"].replay
     assert (theirs.event, theirs.phase) == (1, 1) == (mine.event, mine.phase)
     assert theirs.recording is mine.recording  # the same settings: recorded once, one cursor each
     other.button(key="spec_back").click().run()
@@ -84,7 +84,7 @@ def test_choosing_a_custom_prompt_shows_your_own_prompt():
 
 
 def test_figures_are_built_once_for_the_same_events():
-    from ui.common import _Figures
+    from ui.charts import Figures
 
     calls = []
 
@@ -92,7 +92,7 @@ def test_figures_are_built_once_for_the_same_events():
         calls.append(upto)
         return object()
 
-    cache, events = _Figures(size=2), [object(), object()]
+    cache, events = Figures(size=2), [object(), object()]
     a = cache.get(builder, (events, 0), {})
     assert cache.get(builder, (events, 0), {}) is a and calls == [0]
     cache.get(builder, (events, 1), {})
@@ -101,7 +101,7 @@ def test_figures_are_built_once_for_the_same_events():
 
 
 def test_the_page_records_ahead_while_the_learner_reads():
-    """ui.common.controls asks the background worker for the events the next Steps will show: on opening, the
+    """ui.replay.controls asks the background worker for the events the next Steps will show: on opening, the
     first two (the first Step only draws); after a Step, the one after the next (a cycle-start Step only draws)."""
     import time
 
@@ -112,7 +112,7 @@ def test_the_page_records_ahead_while_the_learner_reads():
             time.sleep(0.05)
 
     at = app(SPEC, drafter="ngram", seed="7", k="3", max_new_tokens="40")  # settings no other test records
-    replay = at.session_state["spec"][1]
+    replay = at.session_state["spec"].replay
     assert replay.event == -1
     recorded(replay, 2)
     at.button(key="spec_whole").click().run()
@@ -129,12 +129,12 @@ def test_settings_from_a_link_survive_a_page_switch():
     at = app(SPEC, drafter="ngram", mode="sampling", dynamic="1", k="16")
     assert at.selectbox(key="sp_drafter").value == "n-gram lookup"
     at.button(key="spec_whole").click().run()
-    replay = at.session_state["spec"][1]
+    replay = at.session_state["spec"].replay
     away_and_back(at, SPEC)
     assert at.selectbox(key="sp_drafter").value == "n-gram lookup"
     assert at.radio(key="sp_mode").value == "rejection sampling"
     assert at.toggle(key="sp_dynamic").value is True and at.slider(key="sp_k").value == 16
-    assert at.session_state["spec"][1] is replay and replay.event == 0  # and the run with them
+    assert at.session_state["spec"].replay is replay and replay.event == 0  # and the run with them
 
 
 def test_tree_page_link_carries_its_settings_and_they_survive_a_page_switch():
@@ -149,15 +149,15 @@ def test_tree_page_link_carries_its_settings_and_they_survive_a_page_switch():
         drafter="feature", mode="sampling", budget="6", depth="3", step="1")
     link = next(c.value for c in at.code if "Tree_speculation?" in c.value)
     assert "drafter=feature" in link and "budget=6" in link
-    replay = at.session_state["tree"][1]
+    replay = at.session_state["tree"].replay
     away_and_back(at, TREE)
     assert at.radio(key="tr_drafter").value == "chain (feature draft)"
     assert at.radio(key="tr_mode").value == "sampling (T = 1)"
-    assert at.session_state["tree"][1] is replay and replay.event == 0
+    assert at.session_state["tree"].replay is replay and replay.event == 0
 
 
 def test_tree_page_link_carries_edited_medusa_choices():
-    """An edited medusa_choices list travels in the link (?choices=) and, read through the same ui.common.linked
+    """An edited medusa_choices list travels in the link (?choices=) and, read through the same ui.state.linked
     as the page's other settings, survives a page switch; the list a link carries is checked like typed text."""
     edited = "[(0,), (1,), (0, 0)]"
     at = app(TREE, drafter="medusa", choices=edited)

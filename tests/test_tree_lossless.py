@@ -105,7 +105,7 @@ def test_the_typical_rule_is_detected_on_the_real_model(models):
     default epsilon, delta, shows the loss the page describes (a learner saw p = 0.06 there with the earlier
     rule, which drew the token after the path from p)."""
     from specviz.labs.tree_lossless import fit_verdict, typical_verifier
-    from ui.common import CURATED
+    from ui.sidebar import CURATED
 
     tables = real_tables(models.target, models.draft, chat(models.tokenizer, next(iter(CURATED.values()))), CFG)
     fit = first_token_fit(sample_pairs(tables, 12_000, width=3, seed=0, verifier=typical_verifier(0.09, 0.3)), tables)

@@ -39,7 +39,7 @@ def test_tree_page_steps_and_draws():
     at.button(key="tree_step").click().run()
     assert not at.exception, at.exception
     # first impression: on its own defaults and the app's default prompt, cycle 1 shows speculation working
-    first = at.session_state["tree"][1].current()
+    first = at.session_state["tree"].replay.current()
     assert first.cycle == 0 and first.verify_mode == "greedy" and first.accepted >= 2, first.accepted
     assert any(c.value.startswith("Colour and shape: the verdict") for c in at.caption)
     # the walk keeps a path from the root, usually ending at an inner node: not "one root-to-leaf path"
@@ -63,7 +63,7 @@ def test_tree_page_steps_and_draws():
 def test_a_cycle_with_one_token_left_draws_no_tree():
     at = page("Explain how a hash table works.")  # at the page's defaults its last cycle has one token left
     at.button(key="tree_end").click().run()
-    last = at.session_state["tree"][1].current()
+    last = at.session_state["tree"].replay.current()
     assert not at.exception and not last.nodes
     assert any(m.value.startswith(f"**Cycle {last.cycle + 1}** · no tree · ") for m in at.markdown)
     assert any(c.value.startswith("No tree this cycle") for c in at.caption)
@@ -142,11 +142,11 @@ def test_medusa_choice_editor_and_typical_toggle():
     at.button(key="tree_step").click().run()
     assert not at.exception, at.exception
     assert any(m.label == "Tokens per target pass" for m in at.metric)
-    assert at.session_state["tree"][1].current().verify_mode == "greedy"
+    assert at.session_state["tree"].replay.current().verify_mode == "greedy"
     at.radio(key="tr_mode").set_value("sampling (T = 1)").run()
     at.button(key="tree_step").click().run()
     assert not at.exception, at.exception
-    assert at.session_state["tree"][1].current().verify_mode == "typical"
+    assert at.session_state["tree"].replay.current().verify_mode == "typical"
     measured = load_typical_tv()
     assert measured is not None, "models/medusa/typical_tv.json is missing"
     said = next(c.value for c in at.caption if "typical_tv.json" in c.value)
@@ -169,4 +169,4 @@ def test_hostile_medusa_choices_text_and_link_keep_the_page():
         errors = [e.value for e in at.error]
         assert len(errors) == 1 and "\n" not in errors[0] and "Using the shipped list" in errors[0]
     at.button(key="tree_step").click().run()  # and the page still runs on the shipped list
-    assert not at.exception and at.session_state["tree"][1].current() is not None
+    assert not at.exception and at.session_state["tree"].replay.current() is not None

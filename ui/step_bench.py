@@ -25,7 +25,7 @@ def main(cycles: int = 6) -> None:
     from specviz.replay import Recording, Replay
     from specviz.sampling import SamplingConfig
     from specviz.engine.speculative import speculative_steps
-    from ui.common import _Figures
+    from ui.charts import Figures
 
     torch.set_num_threads(2)
     m = load_models()
@@ -50,7 +50,7 @@ def main(cycles: int = 6) -> None:
                 out.append((builder, (cycle,), {}))
         return out
 
-    every, only_new, cache = [], [], _Figures()
+    every, only_new, cache = [], [], Figures()
     for cycle in rec.events[:cycles]:
         stages = spec_stages(cycle)
         for phase in range(len(stages)):

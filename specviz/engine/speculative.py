@@ -31,8 +31,8 @@ def speculative_steps(target, drafter: Drafter, tokenizer, prompt_ids: list[int]
     tstep, ks = run.tstep, [k]  # ks[-1]: this cycle's K (dynamic K changes it between cycles)
 
     def cycle(d: Decoding) -> tuple[Cycle, list[int]]:
-        draft_passes = drafter.passes
-        drafts, q = drafter.propose(d.ids, d.room(ks[-1]), cfg, run.gen)
+        draft_passes, asked = drafter.passes, ks[-1]
+        drafts, q = drafter.propose(d.ids, d.room(asked), cfg, run.gen)
         draft_passes = drafter.passes - draft_passes
 
         # ONE target forward over the unseen context + all drafts: len(drafts) + 1 next-token distributions.
@@ -49,10 +49,10 @@ def speculative_steps(target, drafter: Drafter, tokenizer, prompt_ids: list[int]
         tstep.crop(keep)
         draft_cache = rollback_draft(drafter, keep)
         if dynamic_k:  # transformers' heuristic: grow after a clean sweep, shrink after a rejection
-            ks.append(min(ks[-1] + 2, k_max) if v.accepted == len(drafts) > 0 else max(1, ks[-1] - 1))
+            ks.append(min(asked + 2, k_max) if v.accepted == len(drafts) > 0 else max(1, asked - 1))
         return cycle_event(tokenizer, top_n, cycle=d.cycle, context_len=len(d.ids), drafts=drafts, q=q, p=p, v=v,
                            emitted=emitted, greedy=cfg.greedy, draft_passes=draft_passes,
-                           prefill=run.prefill if d.cycle == 0 else 0,
+                           prefill=run.prefill if d.cycle == 0 else 0, k_asked=asked, k_room=d.room(asked),
                            target_cache=CacheState(target_filled, tstep.cached), draft_cache=draft_cache), emitted
 
     yield from run_cycles(run.d, cycle)
@@ -100,7 +100,7 @@ def prefill_states(tstep: Stepper, drafter: Drafter, ids: list[int]) -> int:
 
 def cycle_event(tokenizer, top_n: int, *, cycle: int, context_len: int, drafts: list[int], q, p, v: Verification,
                 emitted: list[int], greedy: bool, draft_passes: int, prefill: int, target_cache: CacheState,
-                draft_cache: CacheState | None) -> Cycle:
+                draft_cache: CacheState | None, k_asked: int = 0, k_room: int = 0) -> Cycle:
     """The trace event of one cycle: what the viewer needs to draw it, with token texts and top-n lists."""
     def q_of(i):  # one-hot for deterministic proposals
         return q[i] if q is not None else one_hot(drafts[i], p[i])
@@ -125,4 +125,4 @@ def cycle_event(tokenizer, top_n: int, *, cycle: int, context_len: int, drafts: 
         verify_mode="greedy" if greedy else "sampling", draft_passes=draft_passes, prefill=prefill,
         target_top=tuple(top_probs(tokenizer, p[i], 1)[0] for i in range(len(drafts) + 1)),
         p_draft=tuple(float(p[i, x]) for i, x in enumerate(drafts)),
-        new_p=float(p[v.accepted, v.token]) if v.token is not None else None)
+        new_p=float(p[v.accepted, v.token]) if v.token is not None else None, k_asked=k_asked, k_room=k_room)

@@ -15,7 +15,7 @@ P_COLOR, Q_COLOR = "#1565c0", "#ef6c00"
 
 
 # ---------------------------------------------------------------- the look, as a small template
-# The page draws each chart with Streamlit's theme off (ui.common.chart): that theme is re-applied in the
+# The page draws each chart with Streamlit's theme off (ui.charts.chart): that theme is re-applied in the
 # browser on every new chart and, not being idempotent (it wraps the title in <b> a second time), makes
 # Plotly draw every new chart twice. Measured in headless Chromium on the Speculative page (16 Steps,
 # two runs each): Step median 324-333 ms with the theme, 257-267 ms without. This template gives the
@@ -36,7 +36,7 @@ TEMPLATE = go.layout.Template(layout=dict(
     hoverlabel=dict(bgcolor="white", bordercolor="#d5dae5", font=dict(color=TEXT, size=13)),
     annotationdefaults=dict(font=dict(color=TEXT))))
 pio.templates["specviz"] = TEMPLATE
-pio.templates.default = "specviz"  # figures made after this import (importing streamlit later resets it: ui.common)
+pio.templates.default = "specviz"  # figures made after this import (importing streamlit later resets it: ui.state)
 _TEMPLATE_JSON = TEMPLATE.to_plotly_json()
 
 

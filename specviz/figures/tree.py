@@ -6,6 +6,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from specviz.trace import Counters
 from specviz.figures import ACCEPTED, BONUS, CORRECTION, REJECTED, RESAMPLED, label, md_escape, token_labels
 
 NOT_REACHED = "#b0b0b0"
@@ -176,9 +177,9 @@ def cache_caption(cycle) -> str:
 
 
 def metrics(done: list) -> list[tuple[str, str, str | None]]:
-    """(label, value, help) of the page's metric row after the cycles `done`."""
-    tokens = sum(len(c.emitted) for c in done)
-    verify, prefill = len(done), sum(c.prefill for c in done)
+    """(label, value, help) of the page's metric row after the cycles `done`: the engine's own Counters."""
+    c = Counters.of(done)
+    tokens, verify, prefill = c.tokens, c.verify_passes, c.prefill_passes
     return [("Tokens", str(tokens), None),
             ("Target passes", str(verify + prefill), f"{verify} verify pass{'es' if verify != 1 else ''}"
              + (f" + {prefill} prefill pass over the prompt" if prefill else "")),
