@@ -10,9 +10,11 @@ from ui.state import keep, slider
 from specviz.drafters import drafter_choices, make_drafter
 from specviz.figures import md_escape
 from specviz.figures.acceptance_rules import rules_bars
+from specviz.figures.policies import policy_bars
 from specviz.figures.precision import margin_chart
 from specviz.labs import acceptance_rules as AR
 from specviz.labs import knobs
+from specviz.labs import policies as PO
 from specviz.labs.precision import RUNS, bf16_target, precision_runs
 
 settings = sidebar()
@@ -68,6 +70,50 @@ st.caption("vLLM's per-position rate divides by every draft (it can only fall wi
            "the Speedup lab's acceptance by position divides by the drafts that reached the position. "
            "`tests/test_knobs.py` re-counts each system's metric the way its code does, from a recorded run, and "
            "checks the translation gives the same number.")
+
+# ---------------------------------------------------------------- item 3: dynamic-K policies replayed
+st.subheader("Dynamic-K policies replayed on this run")
+st.caption("Under greedy verification every policy produces this run's text; only how it gets there differs. While "
+           "its drafts match, the token draft reads exactly that text, so one pass of the draft over it says what it "
+           "would propose at every position, and each policy's cycles follow without running it: fixed K, "
+           "transformers' heuristic schedule (K + 2 after a clean sweep, K − 1 otherwise), and a draft-confidence "
+           "stop (stop when the draft's top probability falls under a threshold) the two ways real systems do it. "
+           "Time is predicted from this machine's measured draft step, target step and verify cost v(K).")
+
+
+@st.cache_resource(show_spinner=False, max_entries=2)
+def policy_costs(model_key) -> dict:
+    return PO.costs(models.target, models.draft, encode(models, settings, 16))
+
+
+if models.draft is None:
+    st.info("This section needs a token draft model; the current pair has none.")
+else:
+    q1, q2 = st.columns([1, 2])
+    theta = slider(q1, "Confidence threshold (llama.cpp --draft-p-min 0.75, transformers 0.4 by default)", "ws_theta",
+                   0.05, 0.95, 0.75, step=0.05)
+    with st.spinner("Timing a draft step, a target step and verify passes of 2…17 positions…"):
+        cost = policy_costs((settings.target, settings.draft, settings.device))
+    pols = PO.default_policies(K, theta)
+    rows = PO.compare_policies(pols, models.target, models.draft, models.tokenizer, run["prompt"], run["output"],
+                               max_new, cost)
+    measured = st.session_state.get("ws_policies_measured")
+    if measured and measured.get("key") != (tuple(run["output"]), K, theta):
+        measured = None  # measured on another run or other settings
+    if q2.button("Run the four policies and plain greedy in the engine (timed)", key="ws_policies_run"):
+        bar = st.progress(0.0, text="plain greedy…")
+        measured = PO.measure_policies(pols, models.target, models.draft, models.tokenizer, run["prompt"], max_new,
+                                       progress=lambda f, msg: bar.progress(f, text=msg))
+        measured["key"] = (tuple(run["output"]), K, theta)
+        st.session_state["ws_policies_measured"] = measured
+        st.rerun()
+    chart(policy_bars(rows, measured), key="ws_policies")
+    st.caption(f"Costs measured here: draft step {cost['t_draft_s'] * 1000:.1f} ms, target step "
+               f"{cost['t1_s'] * 1000:.1f} ms, v(4) = {cost['v'].get(4, float('nan')):.2f}"
+               + (" (noisy: other work shares these cores)" if cost["noisy"] else "") + ". "
+               + ("Measured: one timed run each, plain greedy " + f"{measured['plain_s']:.2f} s; the engine's cycles "
+                  + ("match the replay's in every policy." if PO.replay_matches(rows, measured) else "differ from the replay's in some policy: rounding parted the outputs (see bit-exact below).")
+                  if measured else "The button runs each policy for real to put measured speedups beside these."))
 
 # ---------------------------------------------------------------- item 5: acceptance rules side by side
 st.subheader("Acceptance rules side by side")

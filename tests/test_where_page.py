@@ -93,3 +93,28 @@ def test_fp32_vs_bf16_runs_and_their_chart():
     for _, row in table.iterrows():
         parts = row["first position where they part"] != "never (bit-identical)"
         assert bool(row["tokens there"]) == parts and bool(row["top-2 logit margin there"]) == parts
+
+
+def test_dynamic_k_policies_replayed_and_measured(page):
+    at = page
+    fig = chart(at, "ws_policies")
+    assert [d["name"] for d in fig["data"]] == ["tokens per verify pass", "speedup, predicted"]
+    tau = fig["data"][0]["y"]
+    assert len(tau) == 4 and all(1 <= t <= 17 for t in tau)
+    assert fig["data"][0]["x"][0] == "fixed<br>K = 4" and fig["data"][0]["x"][2] == "llama.cpp<br>p-min 0.75"
+    # the extremes of the threshold: at 0.95 the confidence stops draft less than at 0.05
+    at.slider(key="ws_theta").set_value(0.05).run()
+    low = chart(at, "ws_policies")["data"][0]
+    at.slider(key="ws_theta").set_value(0.95).run()
+    no_errors(at)
+    high = chart(at, "ws_policies")["data"][0]
+    assert high["x"][2] == "llama.cpp<br>p-min 0.95" and high["y"][:2] == low["y"][:2]  # fixed K and the heuristic ignore it
+    drafted = lambda d, i: d["customdata"][i][1]  # noqa: E731
+    assert drafted(high, 2) < drafted(low, 2) and drafted(high, 3) <= drafted(low, 3)
+    at.button(key="ws_policies_run").click().run()
+    no_errors(at)
+    fig = chart(at, "ws_policies")
+    measured = next(d for d in fig["data"] if d["name"] == "speedup, measured")
+    assert len(measured["y"]) == 4 and all(y > 0 for y in measured["y"])
+    note = next(c.value for c in at.caption if c.value.startswith("Costs measured here"))
+    assert "match the replay's in every policy" in note or "rounding parted the outputs" in note
