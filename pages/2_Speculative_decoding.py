@@ -119,8 +119,7 @@ def view():
         return
     stages = spec_stages(cycle)
     upto = stages[: replay.phase + 1]
-    left = max_new - sum(len(c.emitted) for c in replay.shown()[:-1]) - 1  # the most the engine lets it draft
-    st.markdown(F.heading(cycle, upto, k, kind, dynamic, left, replay.at_end))
+    st.markdown(F.heading(cycle, upto, kind, replay.at_end))
     if cycle.k:
         st.markdown(f"**{F.DRAFT_TITLE}** ({F.DRAFT_CAPTION})")
         shown = upto.count("draft")
@@ -178,7 +177,7 @@ def view():
 view()
 play_speed("spec")
 export_lesson("sp", "speculative", params, [replay], lambda: speculative_views(
-    list(replay.events), models.tokenizer, ids, k, kind, dynamic, max_new), settings.prompt,
+    list(replay.events), models.tokenizer, ids, kind), settings.prompt,
     dict(drafter=kind, K=k, verification=mode, max_new_tokens=max_new, dynamic_K=dynamic,
          **(dict(temperature=temperature, top_p=top_p, seed=int(seed)) if sampling else {})))
 # Outside the cycle's fragment: drawn when the page opens (the browser loads its chart library while the learner

@@ -164,7 +164,7 @@ def export(a) -> int:
         kind = a.drafter or next(iter(drafter_choices(models).values()))
         drafter = make_drafter(kind, models, early_exit_layers=a.early_exit_layers)
         steps, _ = run_steps(speculative_steps(model, drafter, tok, ids, n, a.k, cfg, a.dynamic_k, k_max=16))
-        views = lesson.speculative_views(steps, tok, ids, a.k, kind, a.dynamic_k, n)
+        views = lesson.speculative_views(steps, tok, ids, kind)
         settings = dict(drafter=kind, K=a.k, verification=verification, max_new_tokens=n, dynamic_K=a.dynamic_k,
                         **(dict(top_p=a.top_p, seed=a.seed) if a.temperature else {}))
     elif a.method == "tree":

@@ -106,16 +106,14 @@ class Pool:
 
 
 # ---------------------------------------------------------------- one function per method: trace -> views
-def speculative_views(cycles, tokenizer, prompt_ids: list[int], asked: int, kind: str, dynamic: bool,
-                      max_new: int) -> list[View]:
+def speculative_views(cycles, tokenizer, prompt_ids: list[int], kind: str) -> list[View]:
     """The Speculative page, cycle by cycle and stage by stage (draft 1..K, verify, decide, resolve, cache)."""
     pool = Pool()
     views, context = [], list(prompt_ids)
     chips = ["<i>nothing yet</i>"]
     for n, c in enumerate(cycles):
         stages = spec_stages(c)
-        left = max_new - (len(context) - len(prompt_ids)) - 1
-        v = View(pool, [F.heading(c, stages[: p + 1], asked, kind, dynamic, left, n == len(cycles) - 1
+        v = View(pool, [F.heading(c, stages[: p + 1], kind, n == len(cycles) - 1
                                   and p == len(stages) - 1) for p in range(len(stages))])
         if c.k:
             v.text(f"**{F.DRAFT_TITLE}** ({F.DRAFT_CAPTION})")

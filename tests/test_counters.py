@@ -54,3 +54,4 @@ def test_distribution_applies_temperature_top_k_and_top_p_like_the_formulas():
     assert nucleus[0, 2:].sum().item() == 0 and torch.allclose(nucleus[0, :2], p[:2] / p[:2].sum())
     greedy = distribution(logits, SamplingConfig(0.0))  # greedy: no warper; the argmax is read from it
     assert int(greedy.argmax()) == 0
+

@@ -186,3 +186,24 @@ def test_counters_are_consistent(embedded):
     assert c.mean_acceptance_length == pytest.approx(len(result.token_ids) / c.verify_passes)
     assert c.tokens == len(result.token_ids)
     assert c.decided <= c.drafted
+
+
+def test_each_cycle_records_the_k_it_asked_for_and_the_budgets_cap(tiny_llama):
+    """Pages read why K came out short from the trace: k_asked follows transformers' dynamic-K heuristic (+2 after a
+    clean sweep, -1 otherwise, from 4) and k never exceeds k_room, the budget's cap (max_new - produced - 1)."""
+    from specviz.drafters import make_drafter
+    from specviz.engine.speculative import speculative_steps
+    from specviz.engine.step import run_steps
+
+    model, tok = tiny_llama
+    cycles, result = run_steps(speculative_steps(model, make_drafter("early-exit", target=model, early_exit_layers=1),
+                                                 tok, [1, 500, 600, 700], 30, k=4, dynamic_k=True))
+    produced = 0
+    for i, c in enumerate(cycles):
+        assert c.k_room == max(0, min(c.k_asked, 30 - produced - 1)) and c.k <= c.k_room
+        if i:
+            prev = cycles[i - 1]
+            grew = prev.accepted == prev.k > 0
+            assert c.k_asked == (min(prev.k_asked + 2, 16) if grew else max(1, prev.k_asked - 1))
+        produced += len(c.emitted)
+    assert cycles[0].k_asked == 4 and produced == len(result.token_ids)

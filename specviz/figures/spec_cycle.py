@@ -350,14 +350,14 @@ FEATURE_PREFILL = ("Before this first cycle the target ran one prefill pass over
                    "target's hidden states, so it cannot draft before they exist (counted as a target pass).")
 
 
-def heading(cycle, upto: list[str], asked: int, kind: str, dynamic: bool, left: int, at_end: bool) -> str:
-    """The line over a cycle at a stage (Markdown). upto: the stages on screen; asked: the K set; left: the most
-    tokens the engine let this cycle draft."""
+def heading(cycle, upto: list[str], kind: str, at_end: bool) -> str:
+    """The line over a cycle at a stage (Markdown). upto: the stages on screen. Why K came out short is read from
+    the cycle: the K the engine asked for (k_asked, dynamic K's value that cycle) and the budget's cap (k_room)."""
     stage = upto[-1] + (f" {upto.count('draft')}/{cycle.k}" if upto[-1] == "draft" else "")
-    short = ("few tokens left" if cycle.k >= left else
+    short = ("few tokens left" if cycle.k >= cycle.k_room else
              f"the context's copy of the matched n-gram continues for only {cycle.k}" if kind == "ngram" else
              "the drafter stopped early")
-    drafted = (f"K = {cycle.k}" + (f" (asked {asked}: {short})" if 0 < cycle.k < asked and not dynamic else "")
+    drafted = (f"K = {cycle.k}" + (f" (asked {cycle.k_asked}: {short})" if 0 < cycle.k < cycle.k_asked else "")
                if cycle.k else ("K = 0: the n-gram lookup found no match in the context, so nothing was drafted"
                                 if kind == "ngram" else "K = 0: too close to the token limit to draft"))
     return f"**Cycle {cycle.cycle + 1}** · {drafted} · stage: *{stage}*" + (" · done" if at_end else "")
