@@ -67,7 +67,7 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--num-samples", type=int, default=1, help="independent seeded draws (seed, seed+1, ...)")
     d.add_argument("--target", default=None, help="Hugging Face id or local folder (default: embedded SmolLM2)")
     d.add_argument("--draft", default=None, help="Hugging Face id or local folder of a draft model")
-    d.add_argument("--device", default=None, help="cpu, cuda or auto (default)")
+    d.add_argument("--device", default=None, help="cpu, cuda, mps or auto (default: CUDA, else MPS, else CPU)")
     d.add_argument("--json", action="store_true", help="print one JSON object")
     e = sub.add_parser("export", help="a recorded run of a step page as ONE self-contained HTML lesson (offline)")
     e.error = _one_line  # bad input: one line and exit 2 (argparse would print its usage first)

@@ -140,6 +140,17 @@ def test_device_choice(monkeypatch):
     assert M.pick_device() == torch.device("cuda") and M.pick_device("cpu") == torch.device("cpu")
 
 
+def test_apple_gpu_when_there_is_no_cuda(monkeypatch):
+    """MPS (Apple silicon) is picked when there is no CUDA, kept in fp32; asked for where absent: one sentence."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(M, "mps_available", lambda: True)
+    assert M.pick_device() == torch.device("mps") and M.pick_dtype(torch.device("mps")) == torch.float32
+    monkeypatch.setattr(M, "mps_available", lambda: False)
+    assert M.pick_device() == torch.device("cpu")
+    with pytest.raises(SpecVizError, match="no Apple GPU"):
+        M.pick_device("mps")
+
+
 def test_the_local_hub_cache_is_read_and_nothing_is_downloaded(folders, tmp_path, monkeypatch):
     import huggingface_hub
 
