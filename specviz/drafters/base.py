@@ -53,3 +53,22 @@ class TreeDrafter(Drafter, Protocol):
     def propose_tree(self, ids: list[int], budget: int, depth: int, cfg: SamplingConfig,
                      gen: torch.Generator) -> "TokenTree":
         """At most `budget` nodes, no path deeper than `depth`, each node's q what it was drawn from."""
+
+
+class ModelFree:
+    """What a drafter without a model declares (n-gram lookup, suffix decoding): no states read, no tree, no
+    forward passes, no KV cache, so nothing to observe or roll back."""
+    reads_target_states = False
+    read_layers: tuple[int, ...] = ()
+    proposes_tree = False
+    passes = 0
+    cached = None
+
+    def reset(self) -> None:
+        pass
+
+    def observe(self, states: torch.Tensor, start: int) -> None:
+        pass
+
+    def rollback(self, n: int) -> None:
+        pass

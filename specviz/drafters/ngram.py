@@ -5,22 +5,15 @@ from __future__ import annotations
 
 import torch
 
+from specviz.drafters.base import ModelFree
 from specviz.sampling import SamplingConfig
 
 
-class NgramDrafter:
+class NgramDrafter(ModelFree):
     name = "n-gram lookup"
-    reads_target_states = False
-    read_layers: tuple[int, ...] = ()
-    proposes_tree = False
-    passes = 0
-    cached = None  # no KV cache
 
     def __init__(self, max_ngram: int = 3, min_ngram: int = 1):
         self.max_ngram, self.min_ngram = max_ngram, min_ngram
-
-    def reset(self) -> None:
-        pass
 
     def propose(self, ids: list[int], k: int, cfg: SamplingConfig, gen: torch.Generator):
         if k < 1:
@@ -34,9 +27,3 @@ class NgramDrafter:
                     if follow:
                         return list(follow), None  # None: q is one-hot on each proposed token
         return [], None
-
-    def observe(self, states: torch.Tensor, start: int) -> None:
-        pass
-
-    def rollback(self, n: int) -> None:
-        pass

@@ -17,6 +17,7 @@ from collections import Counter, defaultdict
 
 import torch
 
+from specviz.drafters.base import ModelFree
 from specviz.sampling import SamplingConfig
 
 
@@ -62,13 +63,8 @@ class SuffixIndex:
         return out
 
 
-class SuffixDrafter:
+class SuffixDrafter(ModelFree):
     name = "suffix decoding"
-    reads_target_states = False
-    read_layers: tuple[int, ...] = ()
-    proposes_tree = False
-    passes = 0
-    cached = None  # no KV cache
 
     def __init__(self, history: list[list[int]] | None = None, max_match: int = 16, min_share: float = 0.3):
         """history: earlier requests (prompt + output token ids) this drafter remembers."""
@@ -97,9 +93,3 @@ class SuffixDrafter:
             seen = []
         self.index.extend(self.current, ids[len(seen):])
         return self.index.continuations(ids, k, self.min_share), None
-
-    def observe(self, states: torch.Tensor, start: int) -> None:
-        pass
-
-    def rollback(self, n: int) -> None:
-        pass
