@@ -33,7 +33,7 @@ from specviz.prompting import prompt_ids
 from specviz.sampling import SamplingConfig
 from specviz.engine.speculative import speculative_steps
 from specviz.engine.step import run_steps
-from specviz.theory import expected_tokens, speedup_breakdown, walltime_improvement
+from specviz.theory import DONT_SPECULATE, best_k_from_positions, expected_tokens, speedup_breakdown, walltime_improvement
 from specviz.engine.tree import tree_speculative_steps
 
 
@@ -235,6 +235,28 @@ def aggregate(cfgs: list[Config], seconds: dict, outputs: dict, prompts, fm: dic
     return rows
 
 
+def best_k_check(rows: dict, fm: dict, drafter: str) -> dict | None:
+    """Issue 38's check of "how do I choose K": the K best_k_from_positions picks from the per-position acceptance
+    measured at the largest fixed K run (and c, v(K) measured in this run), against the fastest fixed K actually
+    run; None unless at least two fixed-K greedy rows of this drafter ran."""
+    runs = {r["k"]: r for name, r in rows.items() if name == f"spec {drafter} K={r.get('k')}" and r.get("per_position")}
+    if len(runs) < 2:
+        return None
+    widest = runs[max(runs)]
+    rates = [x for x in widest["per_position"] if x is not None]
+    t1 = fm["target_1"]
+    verify = {int(n) - 1: ms / t1 for n, ms in fm["target_verify"].items()}
+    picked, gain = best_k_from_positions(rates, widest["c"], lambda k: verify.get(k, widest["v"]), max(runs))
+    fastest = max(runs, key=lambda k: runs[k]["vs_ours_greedy"])
+    out = {"rates": rates, "c": widest["c"], "picked": picked, "predicted": gain, "fastest": fastest,
+           "fastest_speedup": runs[fastest]["vs_ours_greedy"],
+           "measured": {k: r["vs_ours_greedy"] for k, r in sorted(runs.items())}}
+    if picked in runs or picked == DONT_SPECULATE:  # "don't speculate" is plain greedy: 1.0 by definition
+        out["picked_speedup"] = runs[picked]["vs_ours_greedy"] if picked in runs else 1.0
+        out["picked_vs_fastest"] = out["picked_speedup"] / out["fastest_speedup"]
+    return out
+
+
 def repeat_prompt_speedups(cfgs: list[Config], seconds: dict, prompts) -> dict:
     """n-gram lookup on the prompts whose answer repeats the input: where prompt lookup should shine."""
     rep = [p["name"] for p in prompts if p["kind"] == "repeats input"]
@@ -275,11 +297,12 @@ def run_bench(prompts, max_new: int, repeats: int, ks, dynamic_k=True, hf_peers=
     first = prompts[0]["name"]
     fm, unpacked_ms = forward_costs(models, plain, ids[first] + outputs[("ours greedy", first)][0][:32], ks)
     bad = mismatches(cfgs, outputs, prompts)
+    rows = aggregate(cfgs, seconds, outputs, prompts, fm)
     return {
         "date": time.strftime("%Y-%m-%d"), "device": str(models.device), "threads": torch.get_num_threads(),
         "cpu_flags": cpu_flags(), "torch": torch.__version__, "prompts": [p["name"] for p in prompts],
         "max_new_tokens": max_new, "repeats": repeats, "draft": models.draft_name,
-        "rows": aggregate(cfgs, seconds, outputs, prompts, fm),
+        "rows": rows, "best_k": {d: best_k_check(rows, fm, d) for d in ("token", "feature")},
         "ngram_speedup_on_repeat_prompts": repeat_prompt_speedups(cfgs, seconds, prompts),
         "forward_ms": fm, "packed": packed, "forward_ms_unpacked": unpacked_ms,
         "load_s": {"cached": load_cached, "cold": load_cold},
@@ -341,6 +364,13 @@ def table(res: dict) -> str:
         if r.get("breakdown"):
             lines.append(f"breakdown {name}: " + " × ".join(f"{f:.3f}" for _, f in r["breakdown"])
                          + f" = {r['vs_ours_greedy']:.3f}")
+    for drafter, b in (res.get("best_k") or {}).items():
+        if b:
+            lines.append(f"best K ({drafter} draft) from measured per-position acceptance: K = {b['picked']} "
+                         f"(predicted {b['predicted']:.2f}x"
+                         + (f", measured {b['picked_speedup']:.2f}x = {b['picked_vs_fastest']:.1%} of the fastest"
+                            if "picked_speedup" in b else ", not run") + f"); fastest fixed K = {b['fastest']} "
+                         f"({b['fastest_speedup']:.2f}x); measured " + ", ".join(f"K={k} {v:.2f}x" for k, v in b["measured"].items()))
     lines.append("token identity vs greedy: " + ("OK" if res["identical"] else f"FAILED {res['mismatches']}"))
     lines.append("a = accepted / drafted tokens ruled on; tok/pass = mean acceptance length (tokens per verify pass, "
                  "incl. bonus/correction); est. = (1-a^(K+1))/((1-a)(Kc+1)), Leviathan et al.'s estimate under i.i.d. "

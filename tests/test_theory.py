@@ -3,7 +3,8 @@ the rule that speculation pays only if a > c (Corollary 3.9)."""
 import pytest
 
 from specviz.figures import speedup as F
-from specviz.theory import DONT_SPECULATE, best_k, expected_tokens, speculation_pays, walltime_improvement
+from specviz.theory import (DONT_SPECULATE, best_k, expected_tokens, speculation_pays, tokens_from_positions,
+                            walltime_improvement)
 
 pytestmark = pytest.mark.fast
 
@@ -48,3 +49,19 @@ def test_improvement_chart_handles_dont_speculate():
     fig = F.improvement(0.7, 0.1, v_of_k=lambda k: 5.0)  # paper: pays; with v = 5: nothing pays
     names = [d.name for d in fig.data]
     assert "best K (paper)" in names and "best K (machine-aware)" not in names
+
+
+def test_bench_best_k_check_picks_from_positions_and_scores_against_the_fastest_run():
+    """bench.best_k_check: the K chosen from the widest run's per-position rates, c and v(K), and how fast that K
+    really ran beside the fastest fixed K (issue 38's 3 % target is read off picked_vs_fastest)."""
+    from specviz.bench import best_k_check
+    rates = [0.9, 0.8, 0.5, 0.2]
+    fm = {"target_1": 10.0, "target_verify": {"2": 10.5, "3": 11.0, "4": 11.5, "5": 12.0}}
+    rows = {f"spec token K={k}": {"k": k, "c": 0.05, "v": 1.2, "per_position": rates[:k], "vs_ours_greedy": s}
+            for k, s in [(1, 1.30), (2, 1.52), (3, 1.60), (4, 1.55)]}
+    rows["unpacked spec token K=4"] = {"k": 4, "per_position": rates, "vs_ours_greedy": 9.0}  # not a fixed-K row
+    b = best_k_check(rows, fm, "token")
+    gains = {k: tokens_from_positions(rates, k) / (k * 0.05 + fm["target_verify"][str(k + 1)] / 10) for k in range(1, 5)}
+    assert b["picked"] == max(gains, key=gains.get) == 3 and b["predicted"] == pytest.approx(gains[3])
+    assert b["fastest"] == 3 and b["picked_vs_fastest"] == pytest.approx(1.0)
+    assert best_k_check(rows, fm, "feature") is None  # no feature rows ran
