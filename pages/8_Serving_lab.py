@@ -19,13 +19,17 @@ st.caption("One request at a time is not how models are served. Here: how much m
            "Figures marked **measured** ran on this machine; figures marked **calculated** come from the "
            "inputs shown beside them.")
 models = get_models(settings)
-embedded = S.shape_of(models.target, "this app's target (SmolLM2-135M)")
+target_name = settings.target or "SmolLM2-135M"  # the pair in use (the sidebar's Models), else the embedded one
+embedded = S.shape_of(models.target, f"this app's target ({target_name})")
 shapes = [embedded] + S.KNOWN_SHAPES
 if models.draft is not None:
-    shapes.append(S.shape_of(models.draft, "this app's token draft (1 layer)", shared_with=models.target))
+    layers = models.draft.config.num_hidden_layers
+    shapes.append(S.shape_of(models.draft, f"this app's draft ({models.draft_name}, {layers} layer{'s' * (layers != 1)})",
+                             shared_with=models.target if settings.draft is None else None))
 
 st.subheader("1 · KV-cache memory (calculated)")
-st.latex(r"\text{bytes per token} = 2 \cdot \text{layers} \cdot \text{KV heads} \cdot \text{head dim} \cdot \text{bytes per value}")
+st.latex(r"\text{bytes per token} = 2 \cdot \text{layers} \cdot \text{KV heads} \cdot \text{head dim} "
+         r"\cdot \text{bytes per value}")
 DTYPES = {"bf16 (2 B)": 2, "fp8 (1 B)": 1, "fp32 (4 B)": 4}
 c1, c2, c3, c4 = st.columns(4)
 batch = c1.select_slider("Batch (requests)", [1, 2, 4, 8, 16, 32, 64, 128, 256], key=kept("sv_batch", 32))
@@ -42,8 +46,8 @@ d1, d2 = st.columns(2)
 keep("sv_prompt")
 if st.session_state.get("sv_prompt", 0) > context:  # a shorter context than the kept prompt: the prompt fits it
     st.session_state["sv_prompt"] = context
-prompt = d1.slider("Prompt tokens (shared by the beams of a request)", 0, context, key=kept("sv_prompt", min(2048, context)),
-                   step=max(1, context // 64))
+prompt = d1.slider("Prompt tokens (shared by the beams of a request)", 0, context,
+                   key=kept("sv_prompt", min(2048, context)), step=max(1, context // 64))
 share = d2.toggle("Share the prompt's KV across beams (prefix sharing / copy-on-write)", key=kept("sv_share", True))
 kv_col, w_col = f"KV at batch {batch} × {context}, {dtype.split()[0]} (GiB)", f"weights, {wdtype.split()[0]} (GiB)"
 rows = [{"model": s.name, "layers": s.layers, "KV heads": s.kv_heads, "head dim": s.head_dim,
@@ -100,7 +104,8 @@ else:
 
 st.subheader("3 · Speculation against batch size")
 st.markdown("Below the ridge a verify of K+1 tokens costs about one step, so speculation gains "
-            "E[tokens per pass] / (v + Kc) with v ≈ 1. Above it v grows toward K+1 and the gain falls below 1: this is why "
+            "E[tokens per pass] / (v + Kc) with v ≈ 1. "
+            "Above it v grows toward K+1 and the gain falls below 1: this is why "
             "serving engines switch speculation off above a batch-size threshold. At long context each sequence's "
             "attention over its own KV stays memory-bound, which keeps v lower and lets speculation pay at larger "
             "batches again.")
@@ -133,12 +138,15 @@ if measured is None:
     measured = BT.load_measured()  # the committed measurement, so the chart has its points without running
 chart(container=s2, fig=F.speedup_vs_batch(grid, a, calc, measured), key="sv_speed")
 if grid:
-    s1.dataframe(pd.DataFrame(grid["rows"]).style.format("{:.2f}", subset=["target_ms", "verify_ms", "draft_ms", "v", "c"]),
+    s1.dataframe(pd.DataFrame(grid["rows"]).style.format("{:.2f}",
+                                                         subset=["target_ms", "verify_ms", "draft_ms", "v", "c"]),
                  hide_index=True)
     g0, g1 = grid["rows"][0], grid["rows"][-1]
-    s1.caption(f"Measured here, K = {grid['k']}, {grid['context']} tokens of context per sequence; noisy when the machine "
-               f"is busy. v went from {g0['v']:.2f} at B = {g0['batch']} to {g1['v']:.2f} at B = {g1['batch']}"
-               + (": these cores reach their compute limit at a far smaller batch than a GPU." if g1["v"] > 1.1 * g0["v"]
+    s1.caption(f"Measured here, K = {grid['k']}, {grid['context']} tokens of context per sequence; noisy when the "
+               f"machine is busy. v went from {g0['v']:.2f} at B = {g0['batch']} to {g1['v']:.2f} at B = "
+               f"{g1['batch']}"
+               + (": these cores reach their compute limit at a far smaller batch than a GPU."
+                  if g1["v"] > 1.1 * g0["v"]
                   else "."))
 else:
     s1.caption("Press the button to put this machine's measured curve beside the calculation.")
@@ -148,15 +156,16 @@ if measured:
         "(run just now in this session)" if measured_here else
         f"(committed in docs/, `{measured.get('command', 'python -m specviz.labs.batched')}`; "
         f"{measured.get('machine', 'this machine')}; press the button to measure again here)") + ". "
-        f"K = {measured['k']}, {measured['max_new_tokens']} new tokens per sequence, the token draft. Every sequence is "
-        "checked token for token against batched greedy.")
+        f"K = {measured['k']}, {measured['max_new_tokens']} new tokens per sequence, the token draft. "
+        "Every sequence is checked token for token against batched greedy.")
     st.table(pd.DataFrame([{
         "B": r["batch"], "batched greedy (s)": r["greedy_s"], "batched speculative (s)": r["speculative_s"],
         "measured speedup": r["speedup"], "predicted (a, K, grid)": r["predicted"],
         "predicted (batch's tokens/pass)": r["predicted_ragged"],
         "target passes greedy / spec": f"{r['greedy_target_passes']} / {r['target_passes']}",
         "draft passes": r["draft_passes"], "tokens/pass, mean sequence": r["mean_tokens_per_pass"],
-        "tokens/pass, whole batch": r["batch_tokens_per_pass"], "identical to greedy": "yes" if r["identical"] else "NO"}
+        "tokens/pass, whole batch": r["batch_tokens_per_pass"],
+        "identical to greedy": "yes" if r["identical"] else "NO"}
         for r in measured["runs"]]).style.format(precision=2).hide(axis="index"))  # static: every column on screen
     worst = measured["runs"][-1]
     if measured.get("conditions"):
@@ -199,7 +208,8 @@ digraph {
   rs [label="rejection sampler\\naccepted + recovered/bonus"];
   free [label="free the KV slots of\\nrejected tokens"];
   sched -> prop -> verify -> rs -> free -> sched;
-  knob [shape=note, label="knobs: num_speculative_tokens (K),\\nbatch-size threshold above which\\nspeculation is switched off"];
+  knob [shape=note, label="knobs: num_speculative_tokens (K),\\nbatch-size threshold above which"""
+                  """\\nspeculation is switched off"];
   knob -> sched [style=dashed];
 }
 """)

@@ -148,3 +148,16 @@ def test_cli_contract():
     assert {"p", "q", "u"} <= set(json.loads(run_cli("--kind", "accept", "--seed", "1", "--json").stdout)["given"])
     bad = run_cli("--kind", "nope", "--seed", "1")
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_live_drills_run_on_a_pair_without_a_draft_model(tiny_llama):
+    """A pair from the sidebar with no draft model (and no feature draft): the live drills draft with the target's
+    own early exit and say so, instead of failing on the missing token draft."""
+    from types import SimpleNamespace
+
+    from specviz.practice.drills import KINDS
+
+    model, tok = tiny_llama
+    bare = SimpleNamespace(target=model, tokenizer=tok, draft=None, draft_name="", feature_draft=None, medusa=None)
+    d = KINDS["live-greedy-verify"].make(bare, 3)
+    assert "the target's early exit proposed" in d.question and "token draft" not in d.question

@@ -305,10 +305,12 @@ LIVE_PROMPTS = ["Write a Python function that returns the sum of a list.", "Expl
                 "Write a haiku about the sea."]
 
 
-def live_cycles(models, seed: int, drafter: str = "token", max_cycles: int = 6, sampling: bool = True):
+def live_cycles(models, seed: int, drafter: str | None = None, max_cycles: int = 6, sampling: bool = True):
     """The prompt and a generator of the cycles of a real speculative run, deterministic by seed (prompt and
     sampling seed from it). A generator: a drill stops at the first cycle it can use (a drill on screen in
-    well under a second needs one or two cycles, not six)."""
+    well under a second needs one or two cycles, not six). Drafter: the token draft, or, with a pair that has no
+    draft model, the target's own early exit (it works with any target)."""
+    drafter = drafter or ("token" if models.draft is not None else "early-exit")
     from specviz.drafters import make_drafter
     from specviz.prompting import prompt_ids
     from specviz.sampling import SamplingConfig
@@ -317,7 +319,9 @@ def live_cycles(models, seed: int, drafter: str = "token", max_cycles: int = 6, 
     prompt = LIVE_PROMPTS[seed % len(LIVE_PROMPTS)]
     ids = prompt_ids(models.tokenizer, prompt)
     cfg = SamplingConfig(1.0 if sampling else 0.0, 0, 1.0, seed)
-    steps = speculative_steps(models.target, make_drafter(drafter, models), models.tokenizer, ids, 64, 4, cfg, False)
+    layers = max(1, min(4, models.target.config.num_hidden_layers - 1))  # an early exit at 4 layers, or fewer on a small target
+    steps = speculative_steps(models.target, make_drafter(drafter, models, early_exit_layers=layers), models.tokenizer, ids,
+                              64, 4, cfg, False)
 
     def cycles():
         for n, cycle in enumerate(steps):
@@ -325,6 +329,11 @@ def live_cycles(models, seed: int, drafter: str = "token", max_cycles: int = 6, 
             if n + 1 >= max_cycles:
                 return
     return prompt, cycles()
+
+
+def _draft(models) -> str:
+    """Who drafted in live_cycles, in a sentence."""
+    return "the token draft" if models.draft is not None else "the target's early exit"
 
 
 def _tok(text: str) -> str:
@@ -345,8 +354,8 @@ def live_accept(models, seed: int) -> Drill:
     verdict = "accept" if u < min(1.0, p / q) else "reject"
     return Drill(
         "live-accept", seed,
-        f"From a real cycle of the embedded model (prompt “{prompt}”, cycle {c.cycle + 1}, draft position "
-        f"{v.position + 1}): the token draft proposed {_tok(v.text)} with $q = {q}$, the target gives it $p = {p}$, "
+        f"From a real cycle of the model (prompt “{prompt}”, cycle {c.cycle + 1}, draft position "
+        f"{v.position + 1}): {_draft(models)} proposed {_tok(v.text)} with $q = {q}$, the target gives it $p = {p}$, "
         f"and the draw was $u = {u}$. Accept or reject?",
         dict(p=p, q=q, u=u, prompt=prompt, cycle=c.cycle, position=v.position), verdict, 0.0,
         f"$\\min(1, p/q) = \\min(1, {p}/{q}) = {min(1.0, p / q):.4f}$; $u = {u}$ is "
@@ -391,7 +400,7 @@ def live_residual(models, seed: int) -> Drill:
 
 
 def live_greedy_verify(models, seed: int) -> Drill:
-    prompt, cycles = live_cycles(models, seed, drafter="token", sampling=False)
+    prompt, cycles = live_cycles(models, seed, sampling=False)
     # cycle 1, 2 or 3 by seed (greedy runs of one prompt are the same run: the seed picks the cycle)
     usable = [c for c, _ in zip((c for c in cycles if c.k and len(c.target_top) == c.k + 1), range(1 + seed % 3))]
     c = usable[-1]
@@ -399,7 +408,7 @@ def live_greedy_verify(models, seed: int) -> Drill:
     target = [t.text for t in c.target_top]
     return Drill(
         "live-greedy-verify", seed,
-        f"A real greedy cycle (prompt “{prompt}”, cycle {c.cycle + 1}, K = {c.k}): the token draft proposed "
+        f"A real greedy cycle (prompt “{prompt}”, cycle {c.cycle + 1}, K = {c.k}): {_draft(models)} proposed "
         f"{', '.join(_tok(t) for t in drafts)}; the target's argmax at positions 1..{c.k + 1} of its verify pass is "
         f"{', '.join(_tok(t) for t in target)}. How many drafts are accepted?",
         dict(drafts=drafts, target_argmax=target, draft_ids=[d.token for d in c.drafts],
