@@ -86,6 +86,12 @@ def policy_costs(model_key) -> dict:
     return PO.costs(models.target, models.draft, encode(models, settings, 16))
 
 
+@st.cache_resource(show_spinner=False, max_entries=16)
+def replayed(model_key, prompt: tuple, output: tuple, n: int, k: int, threshold: float) -> list:
+    return PO.compare_policies(PO.default_policies(k, threshold), models.target, models.draft, models.tokenizer,
+                               list(prompt), list(output), n, policy_costs(model_key))
+
+
 if models.draft is None:
     st.info("This section needs a token draft model; the current pair has none.")
 else:
@@ -95,8 +101,8 @@ else:
     with st.spinner("Timing a draft step, a target step and verify passes of 2…17 positions…"):
         cost = policy_costs((settings.target, settings.draft, settings.device))
     pols = PO.default_policies(K, theta)
-    rows = PO.compare_policies(pols, models.target, models.draft, models.tokenizer, run["prompt"], run["output"],
-                               max_new, cost)
+    rows = replayed((settings.target, settings.draft, settings.device), tuple(run["prompt"]), tuple(run["output"]),
+                    max_new, K, theta)
     measured = st.session_state.get("ws_policies_measured")
     if measured and measured.get("key") != (tuple(run["output"]), K, theta):
         measured = None  # measured on another run or other settings
@@ -117,13 +123,22 @@ else:
 
 # ---------------------------------------------------------------- item 5: acceptance rules side by side
 st.subheader("Acceptance rules side by side")
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def rules_at(model_key, prompt: tuple, output: tuple, temperature: float, positions: int) -> dict:
+    return AR.live_rules(models.target, models.draft, models.tokenizer, list(prompt), list(output), temperature,
+                         positions)
+
+
 if models.draft is None:
     st.info("This section needs a token draft model (q at every position); the current pair has none.")
 else:
     r1, r2 = st.columns(2)
     T = slider(r1, "Temperature T (p and q processed alike)", "ws_t", 0.1, 2.0, 1.0, step=0.1)
     npos = slider(r2, "Positions", "ws_pos", 4, 32, 16)
-    live = AR.live_rules(models.target, models.draft, models.tokenizer, run["prompt"], run["output"], T, npos)
+    live = rules_at((settings.target, settings.draft, settings.device), tuple(run["prompt"]), tuple(run["output"]),
+                    T, npos)
     if live["rows"]:
         chart(rules_bars(live, AR.RULES), key="ws_rules")
         mean = live["mean"]
