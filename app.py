@@ -28,7 +28,8 @@ def home():
     with b:
         st.markdown("#### Beam search — a *search*")
         st.markdown("Keep the **B** best partial sequences by total log-probability, expand them all, prune back to B. "
-                    "It usually finds likelier sequences than greedy (not always: the greedy path itself can be pruned), "
+                    "It usually finds likelier sequences than greedy (not always: "
+                    "the greedy path itself can be pruned), "
                     "changing *what* is generated (often blander text in chat). It costs about B× the compute per "
                     "token, and the generated tokens' KV cache grows B-fold (the prompt's can be shared by all beams).")
     with c:
@@ -62,14 +63,16 @@ def start_here():
     days = status(stats, cards, predictions, mocks)
     done = sum(complete(parts) for _, parts in days)
     with st.expander(f"**Start here: a week to interview-ready** · {done} of {len(days)} days done"
-                     if me is not None else "**Start here: a week to interview-ready**", expanded=me is None or done < 7):
+                     if me is not None else "**Start here: a week to interview-ready**",
+                     expanded=me is None or done < 7):
         if me is None:
             st.caption("Type your name in the sidebar and your progress is kept (drills, quiz boxes, predictions, "
                        "mock interviews) and ticked off here.")
         for n, (day, parts) in enumerate(days, 1):
             mark = "✅" if me is not None and complete(parts) else "▫️"
             counts = " · ".join(f"{what} {got}/{goal}" for what, got, goal in parts)
-            st.markdown(f"{mark} **Day {n} · {day.title}** — {day.practise}" + (f" *({counts})*" if me is not None else ""))
+            st.markdown(f"{mark} **Day {n} · {day.title}** — {day.practise}"
+                        + (f" *({counts})*" if me is not None else ""))
             targets = list(day.pages) + ["pages/10_Practice.py"] * bool(day.drills) + (
                 ["pages/6_Interview_QA.py"] * bool(day.quiz_cards or day.mocks))
             targets = list(dict.fromkeys(targets))  # each page once
@@ -84,7 +87,8 @@ def live_comparison(settings):
 
     st.subheader("See it: the three on your prompt")
     st.caption("Runs greedy, beam search and speculative decoding (greedy verification) on the prompt in the sidebar "
-               "with the real model. Beam may change the words; speculative gives greedy's words, in fewer target passes.")
+               "with the real model. Beam may change the words; "
+               "speculative gives greedy's words, in fewer target passes.")
     h1, h2, h3 = st.columns(3)
     max_new = h1.slider("New tokens", 8, 64, 24, key="home_max")
     beams = h2.slider("Beam width B", 2, 8, 3, key="home_b")

@@ -79,7 +79,8 @@ if drill is not None:
             response = st.radio("Your answer", drill.choices, index=None, horizontal=True, key=f"dr_pick_{kind}_{seed}")
         else:
             hint = ("a whole number" if drill.form == "int" else "a number" if drill.form == "number" else
-                    "letters separated by commas" if isinstance(drill.answer[0], str) else "numbers separated by commas")
+                    "letters separated by commas" if isinstance(drill.answer[0], str) else
+                    "numbers separated by commas")
             response = st.text_input(f"Your answer ({hint}; Enter checks it)", max_chars=MAX_RESPONSE,
                                      key=f"dr_text_{kind}_{seed}")
         # Enter submits a text answer; a choice is checked with the button

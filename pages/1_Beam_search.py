@@ -31,13 +31,14 @@ max_new = slider(c3, "Max new tokens", "bm_max", 2, 40, 12, "max_new_tokens")
 top_n = slider(c4, "Top candidates shown per beam", "bm_top", 1, 6, 3, "top")
 keep("bm_predict")
 predict = st.toggle("Predict first", key="bm_predict",
-                    help="Each step first shows its candidates without their fate: pick the ones that stay in the beam, "
-                         "then Step (→) reveals which were kept, pruned or finished.")
+                    help="Each step first shows its candidates without their fate: pick the ones that stay in the "
+                         "beam, then Step (→) reveals which were kept, pruned or finished.")
 link("beam", "Beam_search", dict(beams=B, length_penalty=penalty, max_new_tokens=max_new, top=top_n))
 ids = encode(models, settings, max_new)
 params = (tuple(ids), B, penalty, max_new, top_n, settings.target, predict)
 # predicting: two phases per step (the candidates, then their fate); a changed switch starts a clean run
-replay = get_replay("beam", params, lambda: beam_steps(models.target, models.tokenizer, ids, B, max_new, penalty, top_n),
+replay = get_replay("beam", params, lambda: beam_steps(models.target, models.tokenizer, ids, B,
+                                                       max_new, penalty, top_n),
                     phases=2 if predict else 1)
 
 

@@ -52,7 +52,8 @@ predict = st.toggle("Predict first", key="sp_predict",
                          "the target accepts; the next Step (→) reveals and marks each prediction.")
 ee_layers = 4
 if drafter_name.startswith("early exit"):
-    ee_layers = slider(st.columns(4)[0], "Early-exit layers L", "sp_ee", 1, models.target.config.num_hidden_layers - 1, 4, "ee")
+    ee_layers = slider(st.columns(4)[0], "Early-exit layers L", "sp_ee",
+                       1, models.target.config.num_hidden_layers - 1, 4, "ee")
 
 ids = encode(models, settings, max_new)
 cfg = SamplingConfig(temperature if sampling else 0.0, 0, top_p if sampling else 1.0, int(seed) if sampling else 0)
@@ -84,8 +85,8 @@ def predictions(cycle, revealed: bool):
                     "Then **Step** (→) reveals the verdicts.")
         cols = st.columns(min(cycle.k, 8))
         for i, d in enumerate(cycle.drafts):
-            cols[i % len(cols)].radio(f"{i + 1}: {F.md_escape(F.label_plain(d.text))}", ["accept", "reject"], index=None,
-                                      key=keys[i], horizontal=True)
+            cols[i % len(cols)].radio(f"{i + 1}: {F.md_escape(F.label_plain(d.text))}", ["accept", "reject"],
+                                      index=None, key=keys[i], horizontal=True)
         # a plain key too: the radios are not drawn once the verdicts are, and Streamlit then drops their values
         st.session_state.setdefault("sp_guesses", {})[(id(replay), cycle.cycle)] = {
             i: st.session_state[k] == "accept" for i, k in keys.items() if st.session_state.get(k)}
@@ -183,7 +184,7 @@ export_lesson("sp", "speculative", params, [replay], lambda: speculative_views(
 # Outside the cycle's fragment: drawn when the page opens (the browser loads its chart library while the learner
 # reads, not on the first click) and never again while stepping (a Step reruns only the fragment)
 st.markdown(f"**What K = {k} buys.** If each drafted token is accepted with probability $a$, independently, a verify "
-            f"pass yields $1 + a + \\dots + a^{{{k}}} = \\frac{{1 - a^{{{k + 1}}}}}{{1 - a}}$ tokens on average: with every "
-            f"cycle drafting K, the run's *Tokens per verify pass* above comes near the curve at its *Accepted ÷ ruled on*. "
-            f"The Speedup lab adds what drafting costs.")
+            f"pass yields $1 + a + \\dots + a^{{{k}}} = \\frac{{1 - a^{{{k + 1}}}}}{{1 - a}}$ tokens on average: "
+            f"with every cycle drafting K, the run's *Tokens per verify pass* above comes near the curve at its "
+            f"*Accepted ÷ ruled on*. The Speedup lab adds what drafting costs.")
 chart(figure(S.what_k_buys, k), key="k_buys")

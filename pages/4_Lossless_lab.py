@@ -9,8 +9,8 @@ from ui.state import bounded, kept, slider
 from specviz.drafters import make_drafter
 from specviz.figures import md_escape
 from specviz.figures import lossless as F
-from specviz.labs.lossless import (detection_power, family_verdict, first_token_distributions, output_distribution, simulate,
-                               table_problem)
+from specviz.labs.lossless import (detection_power, family_verdict, first_token_distributions, output_distribution,
+                                   simulate, table_problem)
 from specviz.labs.measure import first_positions, per_position_tests
 from specviz.sampling import SamplingConfig
 from specviz.verify import residual
@@ -104,7 +104,8 @@ st.caption(
     f"**What this test can see** (calculated from token 1's exact p and q on this prompt; {positions} test"
     f"{'s' if positions > 1 else ''} at 0.05 / {positions}): the chance it rejects a sampler that resamples from p "
     "after a rejection — " + ", ".join(f"{pw:.0%} at {m}" for m, pw in zip(SAMPLES, power["resample_p"])) +
-    " samples — and one that drafts greedily — " + ", ".join(f"{pw:.0%} at {m}" for m, pw in zip(SAMPLES, power["greedy_draft"])) +
+    " samples — and one that drafts greedily — " +
+    ", ".join(f"{pw:.0%} at {m}" for m, pw in zip(SAMPLES, power["greedy_draft"])) +
     ". A test that misses a mistake most of the time says little when it passes: pick a sample count where these "
     "are high.")
 if st.button("Sample the first tokens both ways", key="ll_run", type="primary"):

@@ -53,7 +53,8 @@ if rows:
     df = pd.DataFrame(rows).drop(columns=["rounds"])
     df["speedup range"] = [f"{lo:.2f}–{hi:.2f}×" for lo, hi in df["speedup range"]]
     st.dataframe(df.style.format({"acceptance rate": "{:.0%}", "tokens per verify pass": "{:.2f}",
-                                  "speedup vs plain greedy": "{:.2f}×", "seconds": "{:.2f}", "plain seconds": "{:.2f}"}),
+                                  "speedup vs plain greedy": "{:.2f}×",
+                                  "seconds": "{:.2f}", "plain seconds": "{:.2f}"}),
                  hide_index=True)
     n = rows[0]["rounds"]
     st.caption((f"K = {run['k']}, {run['max_new']} new tokens. " if run else "")
@@ -76,8 +77,9 @@ st.subheader("Suffix decoding on repeated requests")
 st.caption("Agents send the same kind of request again and again. Suffix decoding drafts from a suffix index over "
            "every earlier request's prompt and output; n-gram prompt lookup sees only the current request. Five "
            "similar coding requests (`specviz/labs/repeated.py`), each after the first decoded with both, greedy.")
-if st.button("Run the repeated-request scenario", key="dc_suffix_run", help="Decodes the five requests with plain greedy, n-gram lookup and suffix decoding, 48 new tokens each: one "
-             "of the longer runs on this page."):
+if st.button("Run the repeated-request scenario", key="dc_suffix_run",
+             help="Decodes the five requests with plain greedy, n-gram lookup and suffix decoding, 48 new tokens "
+                  "each: one of the longer runs on this page."):
     with st.status("Decoding 5 requests with plain greedy, n-gram lookup and suffix decoding…", expanded=False):
         st.session_state["dc_suffix"] = repeated_run(models, k=K, max_new=48, rounds=1)
     st.rerun()
@@ -85,7 +87,8 @@ suffix = st.session_state.get("dc_suffix")
 if suffix:
     chart(suffix_bars(suffix), key="dc_suffix_fig")
     ok = all(r["identical"] for r in suffix["rows"].values())
-    st.caption(("Every output is token-identical to plain greedy. " if ok else "⚠ An output differs from plain greedy. ")
+    st.caption(("Every output is token-identical to plain greedy. " if ok else
+                "⚠ An output differs from plain greedy. ")
                + "Tokens per verify pass are exact counts; the speedups are one timing round, ±10 % noise.")
 
 st.subheader("Staged speculation: a draft for the draft")
@@ -97,10 +100,12 @@ st.caption("n-gram lookup proposes to the token draft, which checks the guesses 
            "prompt.")
 if models.draft is None:
     st.info("Staged speculation needs the token draft: load a draft model.")
-elif st.button("Run staged vs the token draft alone", key="dc_staged_run", help="Plain greedy, the token draft alone and the staged drafter, each run once to warm up and "
-             "once timed, at this page's K and new tokens."):
+elif st.button("Run staged vs the token draft alone", key="dc_staged_run",
+               help="Plain greedy, the token draft alone and the staged drafter, each run once to warm up and once "
+                    "timed, at this page's K and new tokens."):
     with st.status("Decoding with plain greedy, the token draft and the staged drafter…", expanded=False):
-        st.session_state["dc_staged"] = staged_breakdown(models, encode(models, settings, max_new), k=K, max_new=max_new)
+        st.session_state["dc_staged"] = staged_breakdown(models, encode(models, settings, max_new),
+                                                         k=K, max_new=max_new)
     st.rerun()
 staged = st.session_state.get("dc_staged")
 if staged:

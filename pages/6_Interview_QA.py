@@ -131,7 +131,8 @@ def truefalse_card(r, item) -> None:
                 st.rerun()
         return
     score = r.scores[item.id]
-    verdict_line(score, f"{'✓ Right' if score else '✗ Not right'}: the claim is **{'true' if item.truth else 'false'}**.")
+    verdict_line(score, f"{'✓ Right' if score else '✗ Not right'}: the claim is "
+                        f"**{'true' if item.truth else 'false'}**.")
     answer(item)
     if st.button("Next ▶", key="qa_next", type="primary"):
         go_on(r, item)
@@ -218,7 +219,8 @@ def quiz() -> None:
     opts = st.container(horizontal=True, gap="medium", vertical_alignment="center")  # wraps, never stacks on a phone
     setting("qa_missed", False)
     missed_only = opts.toggle("Missed only", key="qa_missed",
-                              help="Cards whose last answer scored under 0.8 (saved ones with a name, else this session's)")
+                              help="Cards whose last answer scored under 0.8 (saved ones with a name, "
+                                   "else this session's)")
     setting("qa_due", False)
     due_first = opts.toggle("Due cards first", key="qa_due",
                             help="Leitner boxes: cards due again (missed ones first), then new cards, then the rest")

@@ -24,7 +24,8 @@ embedded = S.shape_of(models.target, f"this app's target ({target_name})")
 shapes = [embedded] + S.KNOWN_SHAPES
 if models.draft is not None:
     layers = models.draft.config.num_hidden_layers
-    shapes.append(S.shape_of(models.draft, f"this app's draft ({models.draft_name}, {layers} layer{'s' * (layers != 1)})",
+    shapes.append(S.shape_of(models.draft,
+                             f"this app's draft ({models.draft_name}, {layers} layer{'s' * (layers != 1)})",
                              shared_with=models.target if settings.draft is None else None))
 
 st.subheader("1 · KV-cache memory (calculated)")

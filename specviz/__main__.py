@@ -31,7 +31,8 @@ def parse_typical(text: str) -> tuple[float, float]:
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m specviz")
     sub = ap.add_subparsers(dest="command", required=True)
-    d = sub.add_parser("decode", help="decode one prompt with greedy, sampling, beam, speculative or lookahead decoding")
+    d = sub.add_parser("decode",
+                       help="decode one prompt with greedy, sampling, beam, speculative or lookahead decoding")
     d.add_argument("--method", choices=["greedy", "sample", "beam", "speculative", "lookahead"], default="greedy")
     d.add_argument("--prompt", required=True)
     d.add_argument("--chat", action="store_true", help="wrap the prompt in the tokenizer's chat template")
@@ -49,7 +50,8 @@ def _parser() -> argparse.ArgumentParser:
                         "draft, 'medusa' = the shipped Medusa heads' static tree; 'none' = the chain loop with --k")
     d.add_argument("--tree-budget", type=int, default=16, help="nodes per tree (EAGLE-2)")
     d.add_argument("--tree-depth", type=int, default=6, help="deepest drafted position of a tree")
-    d.add_argument("--tree-width", type=int, default=1, help="a chain tree's tokens per depth (the chain's + runner-ups)")
+    d.add_argument("--tree-width", type=int, default=1,
+                   help="a chain tree's tokens per depth (the chain's + runner-ups)")
     d.add_argument("--medusa-choices", default=None, metavar="LIST",
                    help="--tree medusa: the tree as a medusa_choices list, e.g. '[(0,), (1,), (0, 0)]' (default: the "
                         "shipped heads' list)")
@@ -79,7 +81,8 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--length-penalty", type=float, default=1.0, help="beam: score = log p / length^penalty")
     e.add_argument("--top", type=int, default=3, help="beam: pruned candidates shown per beam")
     e.add_argument("--k", type=int, default=4, help="speculative: draft tokens per cycle")
-    e.add_argument("--dynamic-k", action="store_true", help="speculative: K grows after full acceptance, shrinks after a rejection")
+    e.add_argument("--dynamic-k", action="store_true",
+                   help="speculative: K grows after full acceptance, shrinks after a rejection")
     e.add_argument("--drafter", choices=["feature", "token", "ngram", "early-exit"], default=None,
                    help="speculative: default the feature draft (embedded target)")
     e.add_argument("--early-exit-layers", type=int, default=4)
@@ -234,7 +237,8 @@ def _check(a) -> None:
                                                                 and 1 <= a.tree_width <= 16):
         raise SpecVizError("--tree-budget must be 1..256, --tree-depth 1..32 and --tree-width 1..16; "
                            f"got {a.tree_budget}, {a.tree_depth}, {a.tree_width}.")
-    if (a.medusa_choices is not None or a.typical is not None) and not (a.method == "speculative" and a.tree == "medusa"):
+    if (a.medusa_choices is not None or a.typical is not None) and not (a.method == "speculative"
+                                                                        and a.tree == "medusa"):
         raise SpecVizError("--medusa-choices and --typical apply to --method speculative --tree medusa only.")
     if a.medusa_choices is not None:  # the syntax now, before the model loads; the head count once it has
         parse_choices(a.medusa_choices, num_heads=MAX_HEADS)

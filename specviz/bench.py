@@ -33,7 +33,8 @@ from specviz.prompting import prompt_ids
 from specviz.sampling import SamplingConfig
 from specviz.engine.speculative import speculative_steps
 from specviz.engine.step import run_steps
-from specviz.theory import DONT_SPECULATE, best_k_from_positions, expected_tokens, speedup_breakdown, walltime_improvement
+from specviz.theory import (DONT_SPECULATE, best_k_from_positions, expected_tokens, speedup_breakdown,
+                            walltime_improvement)
 from specviz.engine.tree import tree_speculative_steps
 
 
@@ -186,7 +187,8 @@ def forward_costs(models, plain, ctx, ks) -> dict:
     t1 = forward_ms(models.target, ctx, 1)
     d1 = forward_ms(models.draft, ctx, 1) if models.draft is not None else None
     f1 = forward_ms(models.feature_draft, ctx, 1) if models.feature_draft is not None else None
-    out = {"target_1": t1, "target_verify": {str(k + 1): forward_ms(models.target, ctx, k + 1) for k in sorted(set(ks) | {4})},
+    out = {"target_1": t1,
+           "target_verify": {str(k + 1): forward_ms(models.target, ctx, k + 1) for k in sorted(set(ks) | {4})},
            "draft_1": d1, "c": d1 / t1 if d1 else 0.0, "feature_draft_1": f1, "c_feature": f1 / t1 if f1 else 0.0}
     unpacked = None
     if plain is not None:
@@ -226,7 +228,8 @@ def aggregate(cfgs: list[Config], seconds: dict, outputs: dict, prompts, fm: dic
             row["fraction_of_leviathan_estimate"] = row["vs_ours_greedy"] / row["leviathan_estimate"]
         if row.get("mean_acceptance_length"):  # where the speedup goes: factors multiplying to vs_ours_greedy
             row["breakdown"] = [[name, f] for name, f in speedup_breakdown(
-                row["mean_acceptance_length"], row["vs_ours_greedy"], row.get("k"), row.get("c", 0.0), row.get("v", 1.0))]
+                row["mean_acceptance_length"], row["vs_ours_greedy"],
+                row.get("k"), row.get("c", 0.0), row.get("v", 1.0))]
         if c.peer in rows:
             row["vs_hf_peer"] = row["tokens_per_s"] / rows[c.peer]["tokens_per_s"]
     if "ours sample T=1" in rows and "spec sample T=1 K=4" in rows:
@@ -324,17 +327,19 @@ def table(res: dict) -> str:
     lines = [f"SpecViz bench {res['date']} · {res['device']} · {res['threads']} threads · torch {res['torch']} · "
              f"{len(res['prompts'])} prompts × {res['max_new_tokens']} new tokens · median of {res['repeats']} · "
              f"draft: {res['draft']}", "CPU flags: " + (" ".join(res.get("cpu_flags", [])) or "-"), ""]
-    hdr = f"{'config':24} {'tok/s':>7} {'×ours':>6} {'×HF':>6} {'a':>5} {'tok/pass':>8} {'est.':>6} {'mach.':>6} {'%mach':>6} {'×peer':>6}"
+    hdr = (f"{'config':24} {'tok/s':>7} {'×ours':>6} {'×HF':>6} {'a':>5} {'tok/pass':>8} {'est.':>6} {'mach.':>6} "
+           f"{'%mach':>6} {'×peer':>6}")
     lines += [hdr, "-" * len(hdr)]
 
     def f(x, fmt):
         return format(x, fmt) if isinstance(x, (int, float)) else "-"
     for name, r in res["rows"].items():
-        lines.append(f"{name:24} {r['tokens_per_s']:7.1f} {r['vs_ours_greedy']:6.2f} {r['vs_hf_greedy']:6.2f} "
-                     f"{f(r.get('acceptance_rate'), '5.2f'):>5} {f(r.get('mean_acceptance_length'), '8.2f'):>8} "
-                     f"{f(r.get('leviathan_estimate'), '6.2f'):>6} {f(r.get('machine_estimate'), '6.2f'):>6} "
-                     f"{f(100 * r['fraction_of_machine_estimate'] if 'fraction_of_machine_estimate' in r else None, '5.0f'):>6} "
-                     f"{f(r.get('vs_hf_peer'), '6.2f'):>6}")
+        lines.append(
+            f"{name:24} {r['tokens_per_s']:7.1f} {r['vs_ours_greedy']:6.2f} {r['vs_hf_greedy']:6.2f} "
+            f"{f(r.get('acceptance_rate'), '5.2f'):>5} {f(r.get('mean_acceptance_length'), '8.2f'):>8} "
+            f"{f(r.get('leviathan_estimate'), '6.2f'):>6} {f(r.get('machine_estimate'), '6.2f'):>6} "
+            f"{f(100 * r['fraction_of_machine_estimate'] if 'fraction_of_machine_estimate' in r else None, '5.0f'):>6} "
+            f"{f(r.get('vs_hf_peer'), '6.2f'):>6}")
     fm = res["forward_ms"]
     lines += ["", "target forward (ms): 1 token " + f"{fm['target_1']:.1f}; " + "; ".join(
         f"{n} tokens {v:.1f} (v={v / fm['target_1']:.2f})" for n, v in fm["target_verify"].items())]
@@ -346,7 +351,8 @@ def table(res: dict) -> str:
     if um:
         lines.append(f"unpacked nn.Linear forward (ms): 1 token {um['target_1']:.1f}; 5 tokens {um['target_5']:.1f} "
                      f"(v={um['target_5'] / um['target_1']:.2f})"
-                     + (f"; draft {um['draft_1']:.1f} -> c = {um['draft_1'] / um['target_1']:.3f}" if um["draft_1"] else ""))
+                     + (f"; draft {um['draft_1']:.1f} -> c = {um['draft_1'] / um['target_1']:.3f}"
+                        if um["draft_1"] else ""))
         g, ug = rows["ours greedy"]["tokens_per_s"], rows["unpacked greedy"]["tokens_per_s"]
         line = f"packed vs unpacked: greedy {g / ug:.2f}×"
         if "unpacked spec token K=4" in rows and "spec token K=4" in rows:
@@ -370,7 +376,8 @@ def table(res: dict) -> str:
                          f"(predicted {b['predicted']:.2f}x"
                          + (f", measured {b['picked_speedup']:.2f}x = {b['picked_vs_fastest']:.1%} of the fastest"
                             if "picked_speedup" in b else ", not run") + f"); fastest fixed K = {b['fastest']} "
-                         f"({b['fastest_speedup']:.2f}x); measured " + ", ".join(f"K={k} {v:.2f}x" for k, v in b["measured"].items()))
+                         f"({b['fastest_speedup']:.2f}x); measured " +
+                         ", ".join(f"K={k} {v:.2f}x" for k, v in b["measured"].items()))
     lines.append("token identity vs greedy: " + ("OK" if res["identical"] else f"FAILED {res['mismatches']}"))
     lines.append("a = accepted / drafted tokens ruled on; tok/pass = mean acceptance length (tokens per verify pass, "
                  "incl. bonus/correction); est. = (1-a^(K+1))/((1-a)(Kc+1)), Leviathan et al.'s estimate under i.i.d. "

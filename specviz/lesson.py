@@ -264,7 +264,7 @@ def shown(data: dict, view: int, phase: int) -> list[dict]:
             if p["at"] <= phase and (p["until"] is None or phase < p["until"])]
 
 
-TEMPLATE = """<!doctype html>
+TEMPLATE = ("""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{title}</title>
 <style>
@@ -272,7 +272,8 @@ body {{ font-family: system-ui, sans-serif; margin: 0 auto; max-width: 1100px; p
 #controls {{ position: sticky; top: 0; background: #fff; padding: .5rem 0; z-index: 5; display: flex; gap: .4rem;
             align-items: center; flex-wrap: wrap; border-bottom: 1px solid #eee; }}
 button {{ padding: .3rem .7rem; font-size: 1rem; }}
-#stage {{ margin: .6rem 0; font-size: 1.05rem; }} .text {{ margin: .5rem 0; }} .chart {{ margin: .3rem 0; min-width: 0; }}
+#stage {{ margin: .6rem 0; font-size: 1.05rem; }} .text {{ margin: .5rem 0; }} """
+""".chart {{ margin: .3rem 0; min-width: 0; }}
 .caption {{ margin: .4rem 0; color: #666; font-size: .88rem; }}
 .info {{ margin: .5rem 0; padding: .6rem .8rem; background: #e8f1fb; border-radius: 6px; }}
 .grid {{ display: grid; gap: .3rem; }} pre {{ white-space: pre-wrap; margin: .2rem 0 .6rem; }}
@@ -385,4 +386,4 @@ async function inflate(b64) {{
   window.lessonReady = true;
 }})();
 </script></body></html>
-"""
+""")

@@ -92,7 +92,8 @@ def _read(tokens: list[tuple[str, int | None, int]], length: int) -> list[tuple[
                 at += 1
                 break
             if tok[0] in CLOSE:
-                raise _fail(f"a path holds numbers only, found {where(tok)} inside one (one level of brackets per path)")
+                raise _fail(f"a path holds numbers only, found {where(tok)} inside one "
+                            f"(one level of brackets per path)")
             raise _fail(f"expected a number, ',' or '{inner}' in a path, found {where(tok)}")
         if not path:
             raise _fail(f"an empty path ends at character {tok[2] + 1} (a path names at least one candidate)")

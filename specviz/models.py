@@ -501,6 +501,7 @@ def load_models(target: str | None = None, draft: str | None = None, device: str
         medusa = load_medusa(model, SHIPPED_MEDUSA, packed)  # its head's ids are the token draft's
     if pair.draft is None:
         if embedded and (SHIPPED_DRAFT / "config.json").is_file():
-            return Models(model, tok, load_token_draft(model, SHIPPED_DRAFT, packed), "token draft", dev, feature, medusa)
+            return Models(model, tok, load_token_draft(model, SHIPPED_DRAFT, packed),
+                          "token draft", dev, feature, medusa)
         return Models(model, tok, None, "n-gram lookup", dev, feature, medusa)
     return Models(model, tok, load_model(pair.draft.path, dev, packed, checked=True), draft, dev, feature, medusa)

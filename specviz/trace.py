@@ -250,7 +250,8 @@ class TreeCycle:
     context_len: int  # tokens before this cycle; the root is the last of them
     drafter: str
     nodes: tuple[TreeNode, ...]
-    mask: tuple[tuple[bool, ...], ...]  # (n, n): node i attends to node j (its ancestors and itself); all see the context
+    # (n, n): node i attends to node j (its ancestors and itself); all see the context
+    mask: tuple[tuple[bool, ...], ...]
     position_ids: tuple[int, ...]  # one per node
     verify_positions: int  # rows the ONE target pass computed: the pending context (>= the root) + every node
     path: tuple[int, ...]  # accepted nodes, root's child first

@@ -146,7 +146,8 @@ class TokenTree:
         return self.q[node] if self.q is not None else one_hot(self.tokens[node], like)
 
 
-def sibling_schedule(p: torch.Tensor, xs: list[int], qs: list[torch.Tensor]) -> tuple[list[float], list[torch.Tensor], bool]:
+def sibling_schedule(p: torch.Tensor, xs: list[int],
+                     qs: list[torch.Tensor]) -> tuple[list[float], list[torch.Tensor], bool]:
     """Multi-draft recursive rejection sampling at one node (SpecInfer, Miao et al. 2024): child i is tried
     against p_i, the residual the i earlier rejections left (p_0 = p), and accepted with probability
     a_i = min(1, p_i(x_i)/q_i(x_i)); after its rejection p_{i+1} = normalize(max(0, p_i - q_i)). Returns the
@@ -177,8 +178,8 @@ def verify_tree(tree: TokenTree, p: torch.Tensor, greedy: bool, gen: torch.Gener
             best, dist, chosen = int(torch.argmax(row)), row, None
             for c in kids:
                 ok = tree.tokens[c] == best
-                rulings.append(Ruling(c, tree.tokens[c], float(row[tree.tokens[c]]), float(tree.q_of(c, row)[tree.tokens[c]]),
-                                          float(ok), None, ok, best))
+                rulings.append(Ruling(c, tree.tokens[c], float(row[tree.tokens[c]]),
+                                      float(tree.q_of(c, row)[tree.tokens[c]]), float(ok), None, ok, best))
                 if ok:
                     chosen = c
                     break
@@ -255,8 +256,8 @@ def typical_path(tree: TokenTree, ok: list[bool], p: torch.Tensor, stop) -> list
     return path
 
 
-def verify_tree_typical(tree: TokenTree, p: torch.Tensor, greedy: bool, gen: torch.Generator, typical: tuple[float, float],
-                        stop: set[int] | frozenset = frozenset()) -> Verification:
+def verify_tree_typical(tree: TokenTree, p: torch.Tensor, greedy: bool, gen: torch.Generator,
+                        typical: tuple[float, float], stop: set[int] | frozenset = frozenset()) -> Verification:
     """Medusa's typical acceptance over a tree (see above). Greedy: exact match, verify_tree's greedy walk, as
     Medusa's evaluate_posterior does at temperature 0. Otherwise LOSSY: the longest passing path (the likeliest
     of equals), then the argmax of p after it; no uniform draw, no residual, `gen` unused. A token the exact
@@ -281,7 +282,8 @@ def verify_tree_typical(tree: TokenTree, p: torch.Tensor, greedy: bool, gen: tor
     return Verification(tuple(rulings), tuple(path), int(torch.argmax(p[last + 1])), origin, None, False)
 
 
-def first_token_distribution(tree: TokenTree, p: torch.Tensor, typical: tuple[float, float] | None = None) -> torch.Tensor:
+def first_token_distribution(tree: TokenTree, p: torch.Tensor,
+                             typical: tuple[float, float] | None = None) -> torch.Tensor:
     """P(the first token a verify pass emits = x), exactly, from the tree and the target's p (float64).
     Exact rule: the root's children tried in turn with their accept probabilities a_i, the final residual
     otherwise (sibling_schedule), so sum_i reach_i a_i [x = x_i] + reach_end residual: equals p[0]. Typical

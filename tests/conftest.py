@@ -78,7 +78,7 @@ def settle(page, timeout=180_000):
 # Click to redraw, timed inside the page (Playwright's own click adds its actionability checks, tens of
 # ms a person's click does not have): the button is clicked from script, and the clock stops when the
 # browser's main thread is idle after the rerun ended (the charts drawn), or after 10 s.
-_TIMED_CLICK = """label => new Promise((resolve, reject) => {
+_TIMED_CLICK = ("""label => new Promise((resolve, reject) => {
   const app = document.querySelector('[data-testid=stApp]');
   const main = document.querySelector('[data-testid=stMain]') || app;
   const button = [...document.querySelectorAll('button')].find(b => b.innerText.includes(label) && !b.disabled);
@@ -94,7 +94,8 @@ _TIMED_CLICK = """label => new Promise((resolve, reject) => {
   };
   // a quick rerun's running -> notRunning can reach us in ONE batch of records: read each record's old value too
   const state = new MutationObserver(records => {
-    if (app.getAttribute('data-test-script-state') === 'running' || records.some(r => r.oldValue === 'running')) ran = true;
+    if (app.getAttribute('data-test-script-state') === 'running' """
+"""|| records.some(r => r.oldValue === 'running')) ran = true;
     check();
   });
   // ... or in one React render, when the attribute never changes at all: the page's content changing (outside
@@ -107,7 +108,7 @@ _TIMED_CLICK = """label => new Promise((resolve, reject) => {
   state.observe(app, {attributes: true, attributeFilter: ['data-test-script-state'], attributeOldValue: true});
   content.observe(main, {childList: true, characterData: true, subtree: true});
   button.click();
-})"""
+})""")
 
 
 def timed_click(page, label: str) -> float:

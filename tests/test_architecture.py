@@ -88,8 +88,10 @@ def test_no_private_name_is_used_outside_its_module():
     leaks = []
     for name, path, tree in modules():
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and resolve(name, node, path.name == "__init__.py").startswith("specviz"):
-                leaks += [f"{name} imports {a.name}" for a in node.names if a.name.startswith("_") and a.name != "__version__"]
+            if (isinstance(node, ast.ImportFrom)
+                    and resolve(name, node, path.name == "__init__.py").startswith("specviz")):
+                leaks += [f"{name} imports {a.name}" for a in node.names
+                          if a.name.startswith("_") and a.name != "__version__"]
     assert not leaks, leaks
 
 

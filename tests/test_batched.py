@@ -1,6 +1,6 @@
-"""Batched greedy and batched speculative greedy (specviz/engine/batched.py, specviz/labs/batched.py): every sequence of a batch comes out
-token-identical to plain greedy of its prompt alone, to transformers' batched generate() on the same
-padded batch, and speculation (ragged acceptance, holes in the caches) changes nothing."""
+"""Batched greedy and batched speculative greedy (specviz/engine/batched.py, specviz/labs/batched.py): every
+sequence of a batch comes out token-identical to plain greedy of its prompt alone, to transformers' batched
+generate() on the same padded batch, and speculation (ragged acceptance, holes in the caches) changes nothing."""
 import pytest
 import torch
 
@@ -55,7 +55,8 @@ def test_holes_in_the_cache_equal_a_fresh_prefill(tiny_llama):
 
 def test_tiny_models_batched_speculative_equals_batched_greedy_and_plain(tiny_llama):
     """Random tiny models (fast): with the target as its own draft every draft is accepted; with another
-    random model fewer are, and differently per sequence. Both ways the output is batched greedy's, which is plain greedy's."""
+    random model fewer are, and differently per sequence. Both ways the output is batched greedy's,
+    which is plain greedy's."""
     model, tok = tiny_llama
     prompts = [[1, 300, 301, 302, 303, 304], [1, 400, 401], [1, 500, 501, 502, 7, 8, 9, 10, 11], [1, 600, 601, 602]]
     g = BT.batched_greedy(model, tok, prompts, 12)

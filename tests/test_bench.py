@@ -42,7 +42,8 @@ def test_bench_quick_json():
 def test_only_selects_rows_and_keeps_the_greedy_references():
     from specviz.bench import Config, select
 
-    cfgs = [Config("hf greedy", "hf"), Config("ours greedy", "plain"), Config("spec token K=4", "speculative", "token", 4),
+    cfgs = [Config("hf greedy", "hf"), Config("ours greedy", "plain"),
+            Config("spec token K=4", "speculative", "token", 4),
             Config("spec eagle2 N=16 D=5", "speculative", "feature", None, tree="eagle2"),
             Config("unpacked greedy", "plain", unpacked=True),
             Config("unpacked spec token K=4", "speculative", "token", 4, unpacked=True)]

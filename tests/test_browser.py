@@ -105,19 +105,20 @@ DRAWS_OF = "key => { const d = document.querySelector(`.st-key-${key} .js-plotly
 
 
 # Clicks "Next cycle" and returns the opacity transition of the first element Streamlit marks stale
-STALE_TRANSITION = """async () => {
+STALE_TRANSITION = ("""async () => {
   const button = [...document.querySelectorAll('button')].find(b => b.innerText.includes('Next cycle'));
   let fade = null;
   const watch = new MutationObserver(() => {
     const stale = document.querySelector('[data-stale=true]');
-    if (stale && !fade) { const s = getComputedStyle(stale); fade = {duration: s.transitionDuration, delay: s.transitionDelay}; }
+    if (stale && !fade) { const s = getComputedStyle(stale); """
+"""fade = {duration: s.transitionDuration, delay: s.transitionDelay}; }
   });
   watch.observe(document.body, {subtree: true, attributes: true, attributeFilter: ['data-stale']});
   button.click();
   for (let i = 0; i < 300 && !fade; i++) await new Promise(r => setTimeout(r, 10));
   watch.disconnect();
   return fade;
-}"""
+}""")
 
 
 def test_each_new_chart_is_drawn_once(server, browser):
@@ -136,8 +137,8 @@ def test_each_new_chart_is_drawn_once(server, browser):
     assert page.evaluate(DRAWS_OF, "k_buys") == 1
     for _ in range(2):
         click(page, "Next cycle ⏩")
-    # While the rerun runs, the elements not yet redrawn fade: after Streamlit's 0.5 s, in one step (ui.sidebar.STALE_CSS),
-    # not as a 1 s animation the browser must composite frame by frame
+    # While the rerun runs, the elements not yet redrawn fade: after Streamlit's 0.5 s, in one step
+    # (ui.sidebar.STALE_CSS), not as a 1 s animation the browser must composite frame by frame
     fade = page.evaluate(STALE_TRANSITION)
     assert fade and fade["duration"] == "0s" and fade["delay"] == "0.5s", fade
     settle(page)

@@ -34,7 +34,8 @@ def recompute(kind, g):
     if kind == "acceptance-rate":
         return sum(min(p, q) for p, q in zip(g["p"], g["q"]))
     if kind == "kv-gib":
-        return 2 * g["layers"] * g["kv_heads"] * g["head_dim"] * g["bytes_per_value"] * g["batch"] * g["context"] / 1024 ** 3
+        return (2 * g["layers"] * g["kv_heads"] * g["head_dim"] * g["bytes_per_value"] * g["batch"] * g["context"]
+                / 1024 ** 3)
     if kind in ("greedy-verify", "live-greedy-verify"):
         d, t = (g["draft_ids"], g["target_argmax_ids"]) if "draft_ids" in g else (g["drafts"], g["target_argmax"])
         n = 0

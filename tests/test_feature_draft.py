@@ -160,7 +160,8 @@ def test_feature_draft_starts_as_the_token_draft(plain, layers, tmp_path):
     export(fd, out, {}, head_from=os.path.relpath(SHIPPED_DRAFT.resolve(), out.resolve().parent))
     back = load_feature_draft(target, out, packed=False)
     assert len(back.lm.model.layers) == layers
-    for mine, theirs in [(fd.lm.model.layers, back.lm.model.layers), (fd.fc, back.fc), (fd.lm.model.norm, back.lm.model.norm)]:
+    for mine, theirs in [(fd.lm.model.layers, back.lm.model.layers), (fd.fc, back.fc),
+                         (fd.lm.model.norm, back.lm.model.norm)]:
         theirs = theirs.state_dict()
         for name, w in mine.state_dict().items():
             assert torch.equal(theirs[name], w.to(torch.bfloat16).float()), name
@@ -192,7 +193,8 @@ def test_feature_cache_grows_with_the_data_and_computes_only_new_sequences(tmp_p
     layers = (1, target.config.num_hidden_layers)
     computed = []
     real = feature.target_features
-    monkeypatch.setattr(feature, "target_features", lambda t, rs, *a, **k: computed.append(len(rs)) or real(t, rs, *a, **k))
+    monkeypatch.setattr(feature, "target_features",
+                        lambda t, rs, *a, **k: computed.append(len(rs)) or real(t, rs, *a, **k))
     path = tmp_path / "feats.pt"
     load = lambda: (target, None)  # noqa: E731
     first = feature.cached_features(path, records[:2], layers, load, log=lambda *_: None)
@@ -214,7 +216,8 @@ def test_compare_drafters_interleaves_rounds_and_reports_medians(models):
 
     target, tok = models.target, models.tokenizer
     messages = []
-    rows = compare_drafters(target, tok, chat(tok, "Say hello."), {"n-gram": NgramDrafter, "n-gram again": NgramDrafter},
+    rows = compare_drafters(target, tok, chat(tok, "Say hello."),
+                            {"n-gram": NgramDrafter, "n-gram again": NgramDrafter},
                             k=2, max_new=6, rounds=3, progress=lambda f, m: messages.append(m))
     timed = [m for m in messages if m.startswith("round")]
     assert timed == [f"round {r}/3: {n}…" for r in (1, 2, 3) for n in ("plain greedy", "n-gram", "n-gram again")]

@@ -14,12 +14,14 @@ pytestmark = pytest.mark.fast  # synthetic events only: no model
 
 
 def cycle(k=16, mode="greedy", origin="correction", new_p=0.3):
-    drafts = tuple(DraftToken(i, 100 + i, f"t{i}", 0.5, (TokenProb(100 + i, f"t{i}", 0.5), TokenProb(0, "<|endoftext|>", 0.0)))
+    drafts = tuple(DraftToken(i, 100 + i, f"t{i}", 0.5,
+                              (TokenProb(100 + i, f"t{i}", 0.5), TokenProb(0, "<|endoftext|>", 0.0)))
                    for i in range(k))
     verdicts = (Verdict(0, 100, "t0", 0.09, 0.10, 0.9, 0.95 if mode == "sampling" else None, False,
                         (TokenProb(7, "x", 0.6), TokenProb(100, "t0", 0.09)), (TokenProb(100, "t0", 0.10),)),)
     return Cycle(cycle=0, context_len=30, k=k, drafts=drafts, verify_positions=k + 1, verdicts=verdicts, accepted=0,
-                 new_token=7, new_text="x", new_origin=origin, residual_top=(TokenProb(7, "x", 0.7), TokenProb(8, "<b>", 0.3)),
+                 new_token=7, new_text="x", new_origin=origin,
+                 residual_top=(TokenProb(7, "x", 0.7), TokenProb(8, "<b>", 0.3)),
                  residual_fallback=False, target_cache=CacheState(30 + k, 30), draft_cache=CacheState(29 + k, 30),
                  emitted=(7,), origins=(origin,), verify_mode=mode, draft_passes=k,
                  target_top=tuple(TokenProb(7, "x", 0.6) for _ in range(k + 1)), p_draft=tuple(0.09 for _ in range(k)),
@@ -36,7 +38,8 @@ def test_a_draft_position_shows_only_tokens_with_mass_on_a_fitted_axis():
     assert [len(r) for r in rows[13]] == [4, 3, 3, 3] and [len(r) for r in rows[16]] == [4] * 4
     for k, r in rows.items():
         sizes = [len(x) for x in r]
-        assert sum(r, []) == list(range(k)) and all(s <= 4 for s in sizes) and max(sizes, default=0) - min(sizes, default=0) <= 1
+        assert (sum(r, []) == list(range(k)) and all(s <= 4 for s in sizes)
+                and max(sizes, default=0) - min(sizes, default=0) <= 1)
 
 
 def test_verify_pass_shows_top_choice_and_p_draft():
@@ -115,8 +118,9 @@ def test_per_position_chi_square_with_expected_counts():
     assert abs(sum(tests[0]["expected"][0]) - 60) < 1e-9
 
 
-@pytest.mark.parametrize("k, mode, origin", [(1, "greedy", "correction"), (4, "greedy", "bonus"), (16, "greedy", "correction"),
-                                             (3, "sampling", "resampled"), (12, "sampling", "resampled"), (0, "greedy", "target")])
+@pytest.mark.parametrize("k, mode, origin", [(1, "greedy", "correction"), (4, "greedy", "bonus"),
+                                             (16, "greedy", "correction"), (3, "sampling", "resampled"),
+                                             (12, "sampling", "resampled"), (0, "greedy", "target")])
 def test_unvalidated_figures_pass_plotlys_validation(k, mode, origin):
     """The speculative page's charts are built unchecked, for speed (figures.build): plotly's full validation of
     each one must still pass, so a misspelt or misplaced property fails here (e.g. an axis title given as a bare
@@ -152,7 +156,8 @@ def test_token_labels_read_in_charts():
     assert short_label("<|im_end|>", 6) == "&lt;|im_…"  # cut before escaping: no half entity
     c = cycle(k=4)
     c = dataclasses.replace(c, drafts=tuple(dataclasses.replace(d, text="0") for d in c.drafts))
-    assert all(F.draft_proposal(c, i).to_dict()["layout"]["xaxis"]["type"] == "category" for i in range(4))  # "0": a token
+    # "0": a token
+    assert all(F.draft_proposal(c, i).to_dict()["layout"]["xaxis"]["type"] == "category" for i in range(4))
 
 
 def test_verdict_legend_sits_above_the_subplot_titles():

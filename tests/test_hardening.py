@@ -31,7 +31,8 @@ def cli(capsys, *args):
     (["--prompt", "hi", "--max-new-tokens", "0"], "--max-new-tokens"),
     (["--prompt", "hi", "--target", "no-such-org/no-such-model"], "not available"),
     (["--prompt", "hi", "--target", "/no/such/folder"], "No model folder"),
-    (["--prompt", "hi", "--device", "cuda"] if not torch.cuda.is_available() else ["--prompt", ""], "cuda" if not torch.cuda.is_available() else "empty"),
+    (["--prompt", "hi", "--device", "cuda"] if not torch.cuda.is_available() else ["--prompt", ""],
+     "cuda" if not torch.cuda.is_available() else "empty"),
 ])
 def test_cli_bad_input_is_one_clear_line(capsys, args, needle):
     code, out, err = cli(capsys, *args)
@@ -66,7 +67,8 @@ def test_cli_medusa_tree_with_typical_and_choices(capsys):
     typical rule with the T = 1 softmax left greedy at token 7 on this prompt); --medusa-choices sets the tree,
     listed in any order; under sampling the rule runs and is named."""
     prompt = "Explain why the sky is blue in two sentences."
-    base = ["--method", "speculative", "--tree", "medusa", "--chat", "--prompt", prompt, "--json", "--max-new-tokens", "24"]
+    base = ["--method", "speculative", "--tree", "medusa", "--chat", "--prompt", prompt,
+            "--json", "--max-new-tokens", "24"]
     code, out, _ = cli(capsys, *base, "--typical", "0.09,0.3", "--medusa-choices", "[(0, 0), (1,), (0,)]")
     tree = json.loads(out)
     code2, out2, _ = cli(capsys, "--method", "greedy", "--chat", "--prompt", prompt, "--json", "--max-new-tokens", "24")
@@ -83,7 +85,8 @@ def test_cli_extreme_but_valid_settings(capsys):
     code, out, _ = cli(capsys, "--method", "sample", "--prompt", "The capital of France is", "--temperature", "1e-6",
                        "--json", "--max-new-tokens", "6")
     tiny_t = json.loads(out)
-    _, out, _ = cli(capsys, "--method", "greedy", "--prompt", "The capital of France is", "--json", "--max-new-tokens", "6")
+    _, out, _ = cli(capsys, "--method", "greedy", "--prompt", "The capital of France is",
+                    "--json", "--max-new-tokens", "6")
     assert code == 0 and tiny_t["token_ids"] == json.loads(out)["token_ids"]  # T -> 0 is greedy
     code, out, _ = cli(capsys, "--method", "sample", "--prompt", "Hello", "--top-p", "1e-9", "--json",
                        "--max-new-tokens", "4", "--num-samples", "3")

@@ -70,7 +70,8 @@ def test_serving_lab_keeps_its_settings_across_a_page_switch():
     assert at.slider(key="sv_k").value == 6 and at.select_slider(key="sv_spec_ctx").value == 8192
     assert at.slider(key="sv_a").value == 0.8 and at.slider(key="sv_c").value == 0.1
     assert at.selectbox(key="sv_shape").value == shape
-    assert "a = 0.80" in next(f for f in charts(at) if "batch size" in f["layout"]["title"]["text"])["layout"]["title"]["text"]
+    assert "a = 0.80" in next(f for f in charts(at)
+                              if "batch size" in f["layout"]["title"]["text"])["layout"]["title"]["text"]
 
 
 def test_serving_lab_prompt_follows_a_shorter_context_without_a_warning():

@@ -168,7 +168,8 @@ def test_the_lesson_steps_offline_with_buttons_and_keys(lesson, browser):
     page.wait_for_function("window.lessonReady === true", timeout=60_000)
 
     def drawn(at: str):  # the step is on screen and every chart of it fired plotly_afterplot
-        page.wait_for_function("s => window.lessonStep.at === s && window.lessonStep.drawn === window.lessonStep.charts",
+        page.wait_for_function("s => window.lessonStep.at === s && "
+                               "window.lessonStep.drawn === window.lessonStep.charts",
                                arg=at, timeout=30_000)
         assert page.locator("#view .js-plotly-plot").count() == page.evaluate("window.lessonStep.charts")
 

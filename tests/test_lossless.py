@@ -66,7 +66,8 @@ def test_speculative_sampling_matches_plain_sampling_on_the_model(embedded):
         events, r = run_steps(speculative_steps(model, ModelDrafter(draft), tok, ids, 3, k=2, cfg=c))
         spec.append(r.token_ids[0])
         rejections += events[0].accepted == 0
-        plain.append(run_steps(plain_steps(model, tok, ids, 1, SamplingConfig(seed=10_000 + seed, **cfg)))[1].token_ids[0])
+        plain.append(run_steps(plain_steps(model, tok, ids, 1,
+                                           SamplingConfig(seed=10_000 + seed, **cfg)))[1].token_ids[0])
     assert rejections > n // 10  # the residual really was exercised
     cats = sorted(set(spec) | set(plain))
     table = [[spec.count(t) for t in cats], [plain.count(t) for t in cats]]

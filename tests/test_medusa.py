@@ -18,7 +18,8 @@ from specviz.engine.step import run_steps
 from specviz.training.evaluate import evaluation_prompts
 from specviz.training.medusa import greedy_states, head_accuracy, untrained_heads
 from specviz.engine.tree import tree_speculative_steps
-from specviz.verify import TokenTree, first_token_distribution, first_token_tv, typical_threshold, verify_tree, verify_tree_typical
+from specviz.verify import (TokenTree, first_token_distribution, first_token_tv, typical_threshold, verify_tree,
+                            verify_tree_typical)
 
 CHOICES = ((0,), (1,), (0, 0), (0, 1), (1, 0), (0, 0, 0))
 
@@ -58,8 +59,8 @@ def test_choices_do_not_depend_on_the_lists_order():
 
 
 # ---------------------------------------------------------------- a typed or linked medusa_choices (no model)
-@pytest.mark.parametrize("text", ["[(0,), (1,), (0, 0)]", "[[0], [1], [0, 0]]", "((0,),(1,),(0,0),)", " [ ( 0 ) , (1,) ,(0 ,0 ,) ] ",
-                                  "[(0, 0), (1,), (0,)]"])
+@pytest.mark.parametrize("text", ["[(0,), (1,), (0, 0)]", "[[0], [1], [0, 0]]", "((0,),(1,),(0,0),)",
+                                  " [ ( 0 ) , (1,) ,(0 ,0 ,) ] ", "[(0, 0), (1,), (0,)]"])
 def test_choices_text_in_every_bracket_style(text):
     assert sorted(parse_choices(text, 4)) == [(0,), (0, 0), (1,)]
 
@@ -154,11 +155,13 @@ def test_typical_breaks_ties_by_likelihood_and_ends_with_the_argmax_as_medusa_do
     p = torch.tensor([[0.3, 0.6, 0.1], [0.2, 0.3, 0.5], [0.4, 0.35, 0.25], [0.1, 0.2, 0.7], [0.6, 0.3, 0.1]])
     tree = TokenTree((0, 1, 2, 0), (-1, -1, 0, 1))
     outs = {(verify_tree_typical(tree, p, False, torch.Generator().manual_seed(s), (0.2, 0.9)).path,
-             verify_tree_typical(tree, p, False, torch.Generator().manual_seed(s), (0.2, 0.9)).token) for s in range(20)}
+             verify_tree_typical(tree, p, False, torch.Generator().manual_seed(s), (0.2, 0.9)).token)
+            for s in range(20)}
     assert outs == {((1, 3), 0)}  # node 3's row: argmax 0, whatever the seed
     # nothing passes: the argmax of p, not a draw from it (a draw would give 1 or 2 on some seeds)
     flat = torch.tensor([[0.4, 0.35, 0.25], [1 / 3] * 3])
-    tokens = {verify_tree_typical(TokenTree((2,), (-1,)), flat, False, torch.Generator().manual_seed(s), (0.3, 1.0)).token
+    tokens = {verify_tree_typical(TokenTree((2,), (-1,)), flat, False,
+                                  torch.Generator().manual_seed(s), (0.3, 1.0)).token
               for s in range(30)}
     assert tokens == {0}
     assert first_token_distribution(TokenTree((2,), (-1,)), flat, (0.3, 1.0)).tolist() == [1.0, 0.0, 0.0]
@@ -220,7 +223,8 @@ def test_medusa_tree_greedy_equals_plain_greedy(models, references, choices):
         assert [t for e in events for t in e.emitted] == ref
         done = 0
         for e in events:  # the first cycle too drafts: the prefill pass brought the states
-            assert (1 if done < N - 1 else 0) <= len(e.nodes) <= min(16, len(drafter.choices))  # none when 1 token is left
+            # none when 1 token is left
+            assert (1 if done < N - 1 else 0) <= len(e.nodes) <= min(16, len(drafter.choices))
             done += len(e.emitted)
         assert result.counters.tokens / result.counters.verify_passes > 1.0
 
@@ -237,7 +241,8 @@ def test_shipped_heads_beat_untrained_heads_on_a_held_out_prompt(models):
     ids = evaluation_prompts(models.tokenizer, 1)[0]  # a held-out subject, never trained on
     seq, states = greedy_states(models.target, ids, 48)
     fresh = untrained_heads(models.target, SHIPPED_DRAFT, models.medusa.num_heads)
-    trained, untrained = head_accuracy(models.medusa, states, len(ids), seq), head_accuracy(fresh, states, len(ids), seq)
+    trained, untrained = (head_accuracy(models.medusa, states, len(ids), seq),
+                          head_accuracy(fresh, states, len(ids), seq))
     # measured on this (hard) prompt, deterministic (greedy): head 1 top-1 0.17 vs 0.00 untrained; top-5
     # over the four heads 0.16 vs 0.07 (12 held-out prompts, models/README.md: head 1 top-1 0.31)
     top1, top1_fresh = trained[:, 0] / trained[:, -1], untrained[:, 0] / untrained[:, -1]

@@ -245,7 +245,8 @@ def test_speedup_lab_measures_a_real_run(app):
     bars = water["data"][0]  # issue 38: where the speedup goes, ending at the measured speedup
     speedup = summary.split("→ **")[1].split("×")[0]
     assert any(m.value.startswith("**Best K from this run's acceptance by position**") for m in at.markdown)
-    assert bars["measure"][-1] == "total" and bars["text"][-1] == f"{speedup}×" and speedup in water["layout"]["title"]["text"]
+    assert (bars["measure"][-1] == "total" and bars["text"][-1] == f"{speedup}×"
+            and speedup in water["layout"]["title"]["text"])
     assert any("measured" in a.get("text", "") and "(a = " in a.get("text", "")
                for a in improve["layout"]["annotations"])  # label beside, not on, the point, with its own a and c
     if abs(at.slider(key="sl_a").value - float(metrics["measured a"])) > 0.005:  # curves at other a, c: said
@@ -299,7 +300,8 @@ def test_interview_page_quiz_scores(app):
     assert shown() == 0  # the quiz asks them: their answers are not on the page beside it
     from test_quiz_page import answer  # the first card of the session's shuffle, whatever its kind
     answer(at, True)
-    assert any(m.label == "Score" and m.value.startswith("1") for m in at.metric), [(m.label, m.value) for m in at.metric]
+    assert any(m.label == "Score" and m.value.startswith("1")
+               for m in at.metric), [(m.label, m.value) for m in at.metric]
     at.multiselect(key="qa_topics").set_value(["drafters"]).run()
     no_errors(at)
 
@@ -330,10 +332,12 @@ def test_speculative_header_says_why_fewer_than_k_were_drafted(app):
         at.button(key="spec_whole").click().run()
         no_errors(at)
         headers += [m.value for m in at.markdown if m.value.startswith("**Cycle ")]
-        if at.session_state["spec"].replay.current().k == 0:  # stages 1 and 3 say there was nothing to do: 1, 2, 3, 4, 5
+        # stages 1 and 3 say there was nothing to do: 1, 2, 3, 4, 5
+        if at.session_state["spec"].replay.current().k == 0:
             nothing += 1
             stages = [m.value[2] for m in at.markdown if m.value[:2] == "**" and m.value[3:6] == " · "]
-            titles = [json.loads(e.proto.spec)["layout"].get("title", {}).get("text", "?")[0] for e in at.get("plotly_chart")]
+            titles = [json.loads(e.proto.spec)["layout"].get("title", {}).get("text", "?")[0]
+                      for e in at.get("plotly_chart")]
             assert sorted(stages + titles[:-1]) == ["1", "2", "3", "4", "5"], (stages, titles)
     assert nothing  # the default prompt has cycles where the lookup finds no match
     short = [h for h in headers if "(asked 16:" in h]

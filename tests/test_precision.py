@@ -29,7 +29,8 @@ def fake_result():
     runs = {"fp32 plain": [1, 2, 3, 4], "fp32 speculative": [1, 2, 3, 4], "bf16 plain": [1, 2, 9, 9],
             "bf16 speculative": [1, 2, 9, 8]}
     m = lambda xs: [{"top1": 0, "top2": 1, "margin": x} for x in xs]  # noqa: E731
-    margins = {"fp32": m([3.0, 1.5, 0.01, 2.0]), "bf16": m([3.1, 1.4, 0.0, 2.2]), "bf16 own": m([3.1, 1.4, 0.05, 0.002])}
+    margins = {"fp32": m([3.0, 1.5, 0.01, 2.0]), "bf16": m([3.1, 1.4, 0.0, 2.2]),
+               "bf16 own": m([3.1, 1.4, 0.05, 0.002])}
     return runs, margins
 
 

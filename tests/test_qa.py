@@ -114,7 +114,8 @@ def test_review_defects_are_gone():
     assert "any* q" in answer("temperature-consistency")
     # 4: the neutral length penalty is 0
     lp = answer("length-penalty")
-    assert "α > 1 favours longer" not in text and "\\alpha = 0" in lp and "including the EOS" in lp and "(5 + L)/6" in lp
+    assert ("α > 1 favours longer" not in text and "\\alpha = 0" in lp and "including the EOS" in lp
+            and "(5 + L)/6" in lp)
     # 5: the three early_stopping settings
     bf = answer("beam-finished")
     assert all(s in bf for s in ("early_stopping=True", "`False`", '"never"', "current* length", "max(2, 1 + E)"))
@@ -163,7 +164,8 @@ def flat(text):
 def test_issue_35_item_11_batch_64_gain_shrinks_not_vanishes():
     """At batch 64 the gain shrinks, it does not vanish; why, and measure."""
     b = answer("spec-at-batch-64")
-    assert "small or no gain" not in b and "1.08" in b and "does not vanish" in b and "1.38× throughput at batch 64" in b
+    assert ("small or no gain" not in b and "1.08" in b and "does not vanish" in b
+            and "1.38× throughput at batch 64" in b)
     assert "below the datasheet peak" in b and "rejected draft" in b and "draft's own passes" in b and "measure" in b
     # the same correction where the bank says it in passing
     assert "need not vanish" in flat(misconception("mc-large-batch").correct)
@@ -187,7 +189,8 @@ def test_issue_35_item_13_tree_rule_for_iid_and_one_hot_children():
 def test_issue_35_item_14_production_systems_are_current():
     """The production systems as documented now."""
     ps = answer("production-systems")
-    for name in ("EAGLE-3", "MTP", "PARD", "MLP speculators", "n-gram", "suffix decoding", "DFlash", "dynamic speculation",
+    for name in ("EAGLE-3", "MTP", "PARD", "MLP speculators", "n-gram", "suffix decoding",
+                 "DFlash", "dynamic speculation",
                  "EAGLE-2/EAGLE-3", "standalone draft model", "adaptive speculation", "overlap scheduler",
                  "PyTorch backend", "user-provided drafters", "ReDrafter", "EAGLE-1/2", "legacy TensorRT-engine path",
                  "cannot be switched off dynamically"):
@@ -215,7 +218,8 @@ def test_issue_35_item_17_leviathan_sections_and_beta():
         assert "§3.5 (choosing γ)" in src[qid] and "§3.4" not in src[qid], qid
     for qid in ("reduce-flops", "mc-flops"):
         assert "§3.4 (number of arithmetic operations)" in src[qid] and "§3.5" not in src[qid], qid
-    assert "§3.3 (walltime improvement, Theorem 3.8)" in src["walltime-formula"] and "3.4" not in src["walltime-formula"]
+    assert ("§3.3 (walltime improvement, Theorem 3.8)" in src["walltime-formula"]
+            and "3.4" not in src["walltime-formula"])
     ep = answer("exactness-proof")
     assert "rejection probability is $\\beta" not in ep and "acceptance probability is $\\beta = \\sum_y \\min" in ep
     assert "/(1 - \\beta)" in ep
@@ -224,7 +228,8 @@ def test_issue_35_item_17_leviathan_sections_and_beta():
 def test_issue_35_item_18_one_hot_verifier_sources():
     """The one-hot verifier's real sources, and the "sample y ~ p, keep on equality" form."""
     sg = question("sampling-draft-greedy")
-    assert "greedy assistants" not in sg.source and "rejection_sampler.py" in sg.source and "draft_prob = 1" in sg.source
+    assert ("greedy assistants" not in sg.source and "rejection_sampler.py" in sg.source
+            and "draft_prob = 1" in sg.source)
     assert "prompt-lookup" in answer("sampling-draft-greedy") and "$y = x$" in answer("sampling-draft-greedy")
 
 
@@ -238,7 +243,8 @@ def test_issue_35_item_19_kv_sharing_early_exit_only():
 def test_issue_35_item_20_two_goodputs():
     """Both meanings of goodput."""
     tt = answer("ttft-tpot")
-    assert "two meanings" in tt and "DistServe" in tt and "SmartSpec" in tt and "tokens per second" in tt and "SLOs" in tt
+    assert ("two meanings" in tt and "DistServe" in tt and "SmartSpec" in tt and "tokens per second" in tt
+            and "SLOs" in tt)
 
 
 def test_issue_35_item_21_vllm_beam_search_history():
@@ -259,7 +265,8 @@ def test_issue_35_item_22_transformers_drafters_as_installed():
     config = GenerationConfig()
     assert hasattr(config, "use_mtp") and hasattr(config, "speculation_type")
     assert all(hasattr(cg, c) for c in ("MTPCandidateGenerator", "DFlashTokenCandidateGenerator",
-                                        "UniversalSpeculativeDecodingGenerator", "AssistedCandidateGeneratorDifferentTokenizers"))
+                                        "UniversalSpeculativeDecodingGenerator",
+                                        "AssistedCandidateGeneratorDifferentTokenizers"))
 
 
 def test_issue_35_item_23_engine_lossy_options():
@@ -323,7 +330,8 @@ def test_the_seeds_imprecise_claims_are_flagged_misconceptions():
     m = ms["mc-medusa-draft-heads"]
     assert "draft model" in m.claim and "no draft model" in m.correct and "*target's*" in m.correct
     m = ms["mc-alpha-thresholds"]
-    assert "0.6" in m.claim and "0.3" in m.claim and "$a > c$" in m.correct and "No fixed acceptance threshold" in m.correct
+    assert ("0.6" in m.claim and "0.3" in m.claim and "$a > c$" in m.correct
+            and "No fixed acceptance threshold" in m.correct)
     m = ms["mc-dropped-correction"]
     assert "three tokens" in m.claim and m.correct.startswith("Four.") and "residual" in m.correct
 

@@ -18,7 +18,8 @@ ALLOWED = {"specviz/training/evaluate.py"}
 
 
 def test_no_drafter_is_built_outside_the_registry():
-    names = {n for n in dir(__import__("specviz.drafters", fromlist=["x"])) if n.endswith("Drafter")} - {"Drafter", "TreeDrafter"}
+    names = {n for n in dir(__import__("specviz.drafters", fromlist=["x"]))
+             if n.endswith("Drafter")} - {"Drafter", "TreeDrafter"}
     built = []
     for path in [*ROOT.glob("specviz/**/*.py"), *ROOT.glob("pages/*.py"), *ROOT.glob("ui/*.py"), ROOT / "app.py"]:
         rel = path.relative_to(ROOT).as_posix()

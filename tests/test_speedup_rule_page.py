@@ -17,7 +17,8 @@ def test_speedup_lab_shows_the_a_greater_than_c_rule():
     at.slider(key="sl_c").set_value(0.3).run()
     assert not at.exception
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Best K for this a and c"].startswith("0") and "don't speculate" in metrics["Best K for this a and c"]
+    assert (metrics["Best K for this a and c"].startswith("0")
+            and "don't speculate" in metrics["Best K for this a and c"])
     assert any("don't speculate" in w.value for w in at.warning)
     assert "Estimated walltime improvement" in metrics
     assert not any("bound" in m.label for m in at.metric)

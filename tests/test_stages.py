@@ -32,7 +32,8 @@ def test_timed_counts_only_propose_and_delegates_the_rest():
 @pytest.mark.fast
 def test_stage_and_suffix_figures():
     rows = [{"run": "token draft", "n-gram lookup s": 0.0, "draft model s": 1.0, "target verify s": 2.0},
-            {"run": "staged: n-gram → token draft", "n-gram lookup s": 0.01, "draft model s": 0.4, "target verify s": 2.0}]
+            {"run": "staged: n-gram → token draft", "n-gram lookup s": 0.01,
+             "draft model s": 0.4, "target verify s": 2.0}]
     fig = stage_bars({"rows": rows, "plain s": 3.5})
     assert [t.name for t in fig.data] == ["n-gram lookup", "draft model", "target verify"]
     assert list(fig.data[1].x) == [1.0, 0.4, 0] and list(fig.data[2].x) == [2.0, 2.0, 3.5]
@@ -75,7 +76,8 @@ def test_drafter_page_runs_the_staged_section():
 
 @pytest.mark.fast
 def test_staged_table_cells_and_the_verdict_say_what_was_measured():
-    assert [staged_cell(n, v) for n, v in [("total s", 3.698433613), ("draft forwards", 109.0), ("first-stage guesses", None),
+    assert [staged_cell(n, v) for n, v in [("total s", 3.698433613), ("draft forwards", 109.0),
+            ("first-stage guesses", None),
             ("identical", True), ("speedup vs plain greedy", 1.2345), ("tokens per verify pass", 3.0)]] == \
         ["3.698 s", "109", "—", "yes", "1.23×", "3.00"]
     alone = {"draft model s": 0.731, "draft forwards": 120, "identical": True}

@@ -41,8 +41,9 @@ def test_spec_settings_and_run_survive_a_page_switch():
     replay = at.session_state["spec"].replay
     assert (replay.event, replay.phase) == (1, 0)
     q = dict(at.query_params)
-    assert (q["k"], q["drafter"], q["mode"], q["dynamic"], q["step"]) == (["6"], ["ngram"], ["sampling"], ["1"], ["2.1"]) \
-        or (q["k"], q["drafter"], q["mode"], q["dynamic"], q["step"]) == ("6", "ngram", "sampling", "1", "2.1")
+    assert ((q["k"], q["drafter"], q["mode"], q["dynamic"], q["step"])
+            == (["6"], ["ngram"], ["sampling"], ["1"], ["2.1"])
+            or (q["k"], q["drafter"], q["mode"], q["dynamic"], q["step"]) == ("6", "ngram", "sampling", "1", "2.1"))
     at.switch_page(LAB).run()
     at.switch_page(BEAM).run()
     at.slider(key="bm_b").set_value(5).run()
@@ -52,7 +53,8 @@ def test_spec_settings_and_run_survive_a_page_switch():
     assert at.radio(key="sp_mode").value == "rejection sampling"
     assert at.slider(key="sp_k").value == 6 and at.toggle(key="sp_dynamic").value is True
     assert at.select_slider(key="spec_speed").value == 0.3
-    assert at.session_state["spec"].replay is replay and (replay.event, replay.phase) == (1, 0)  # the same run, same step
+    # the same run, same step
+    assert at.session_state["spec"].replay is replay and (replay.event, replay.phase) == (1, 0)
     at.switch_page(BEAM).run()
     assert at.slider(key="bm_b").value == 5
 

@@ -61,7 +61,8 @@ def test_bench_best_k_check_picks_from_positions_and_scores_against_the_fastest_
             for k, s in [(1, 1.30), (2, 1.52), (3, 1.60), (4, 1.55)]}
     rows["unpacked spec token K=4"] = {"k": 4, "per_position": rates, "vs_ours_greedy": 9.0}  # not a fixed-K row
     b = best_k_check(rows, fm, "token")
-    gains = {k: tokens_from_positions(rates, k) / (k * 0.05 + fm["target_verify"][str(k + 1)] / 10) for k in range(1, 5)}
+    gains = {k: tokens_from_positions(rates, k) / (k * 0.05 + fm["target_verify"][str(k + 1)] / 10)
+             for k in range(1, 5)}
     assert b["picked"] == max(gains, key=gains.get) == 3 and b["predicted"] == pytest.approx(gains[3])
     assert b["fastest"] == 3 and b["picked_vs_fastest"] == pytest.approx(1.0)
     assert best_k_check(rows, fm, "feature") is None  # no feature rows ran

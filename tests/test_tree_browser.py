@@ -1,6 +1,7 @@
 """The Tree speculation page in a real headless Chromium (Debian's, driven by Playwright): step it, check the
 tree and mask are drawn with no exception, and time Step from click to redraw, both computing a new cycle and
-replaying a recorded one (medians written to test-artifacts/tree_step_ms.txt; the issue's target is <= 1 s, not asserted: it depends on the machine's load)."""
+replaying a recorded one (medians written to test-artifacts/tree_step_ms.txt; the issue's target is <= 1 s, not
+asserted: it depends on the machine's load)."""
 import os
 import statistics
 from pathlib import Path
@@ -12,7 +13,8 @@ from conftest import browser, settle, timed_click  # noqa: F401  (the shared Chr
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(os.environ.get("SPECVIZ_SKIP_BROWSER") == "1", reason="SPECVIZ_SKIP_BROWSER=1")]
-CYCLE = "() => [...document.querySelectorAll('[data-testid=stMarkdownContainer]')].map(e => e.innerText).find(t => t.startsWith('Cycle ')) || ''"
+CYCLE = ("() => [...document.querySelectorAll('[data-testid=stMarkdownContainer]')].map(e => e.innerText)"
+         ".find(t => t.startsWith('Cycle ')) || ''")
 
 
 
@@ -56,6 +58,7 @@ def test_tree_page_steps_in_browser_and_times_step(server, browser):
     (out / "tree_step_ms.txt").write_text(
         f"median {statistics.median(times):.0f} ms computing a new cycle; all {[round(t) for t in times]}\n"
         f"median {statistics.median(replayed):.0f} ms replaying a recorded cycle; all {[round(t) for t in replayed]}\n"
-        + (f"median {statistics.median(read):.0f} ms for a new cycle after 2 s of reading; all {[round(t) for t in read]}\n"
+        + (f"median {statistics.median(read):.0f} ms for a new cycle after 2 s of reading; "
+           f"all {[round(t) for t in read]}\n"
            if read else ""))
     page.close()

@@ -26,7 +26,8 @@ def test_the_eagle2_row_is_checked_for_token_identity():
     assert mismatches(cfgs, outputs, prompts) == []
     outputs[(tree[0].name, "a")] = ([1, 2, 4], None)
     assert mismatches(cfgs, outputs, prompts) == [(tree[0].name, "a")]
-    assert not any(c.tree for c in configs(SimpleNamespace(draft=None, feature_draft=None), [4], False, False, False, False))
+    assert not any(c.tree for c in configs(SimpleNamespace(draft=None, feature_draft=None),
+                                           [4], False, False, False, False))
 
 
 MEDUSA = ["decode", "--method", "speculative", "--tree", "medusa", "--prompt", "hi"]

@@ -62,7 +62,8 @@ def test_tree_benchmark_reads_the_newest_json_with_both_rows(tmp_path):
     bench_json(tmp_path, "bench-2026-01-01a.json", "2026-01-01",
                {"spec eagle2 N=16 D=6": row(2.4, 1.05), "spec feature K=4": row(1.8, 1.15)})
     bench_json(tmp_path, "bench-2026-01-02a.json", "2026-01-02",
-               {"spec eagle2 N=8 D=4": row(2.2, 1.2), "spec feature K=2": row(1.7, 1.1), "spec feature K=4": row(1.9, 1.0)})
+               {"spec eagle2 N=8 D=4": row(2.2, 1.2),
+                "spec feature K=2": row(1.7, 1.1), "spec feature K=4": row(1.9, 1.0)})
     bench_json(tmp_path, "bench-2026-01-03a.json", "2026-01-03", {"spec medusa N=16 D=4": row(1.6, 0.9)})  # no tree
     (tmp_path / "bench-2026-01-04a.json").write_text("{not json")
     b = tree_benchmark(tmp_path)

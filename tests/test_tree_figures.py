@@ -14,7 +14,8 @@ def cycle():
     depth = (1, 1, 2, 2)
     nodes = tuple(TreeNode(i, 100 + i, t, a, d, 9 + d, 0.5, 0.4, v, None, None)
                   for i, (t, a, d, v) in enumerate(zip(tokens, parents, depth, verdicts)))
-    mask = ((True, False, False, False), (False, True, False, False), (True, False, True, False), (True, False, False, True))
+    mask = ((True, False, False, False), (False, True, False, False),
+            (True, False, True, False), (True, False, False, True))
     return TreeCycle(cycle=0, context_len=10, drafter="x", nodes=nodes, mask=mask, position_ids=(10, 10, 11, 11),
                      verify_positions=5, path=(0, 3), accepted=2, new_token=7, new_text="z", new_origin="bonus",
                      residual_top=(), residual_fallback=False, target_cache=CacheState(14, 12), draft_cache=None,
@@ -112,7 +113,8 @@ def test_mask_columns_stay_readable_with_many_nodes():
 def test_sibling_tokens_that_differ_only_by_a_space_are_told_apart():
     import dataclasses
     c = cycle()
-    c = dataclasses.replace(c, nodes=(dataclasses.replace(c.nodes[0], text=" hash"), dataclasses.replace(c.nodes[1], text="hash"))
+    c = dataclasses.replace(c, nodes=(dataclasses.replace(c.nodes[0], text=" hash"),
+                                      dataclasses.replace(c.nodes[1], text="hash"))
                             + c.nodes[2:])
     markers = {t.name: list(t.text) for t in tree_figure(c).data if t.mode == "markers+text"}
     assert markers["accepted"] == ["␣hash", "d"] and markers["rejected"] == ["hash", "c"]
@@ -138,7 +140,8 @@ def test_the_targets_token_never_covers_a_node():
     fig = tree_figure(crowded_cycle())
     star = next(t for t in fig.data if t.name and t.name.startswith("correction"))
     x, y = star.x[0], star.y[0]
-    column = [(px, py) for t in fig.data if t.mode == "markers+text" and t.name in ("accepted", "rejected", "not reached")
+    column = [(px, py) for t in fig.data
+              if t.mode == "markers+text" and t.name in ("accepted", "rejected", "not reached")
               for px, py in zip(t.x, t.y) if px == x]
     assert len(column) == 3  # c, d and e share depth 2 with the star
     assert all(abs(py - y) >= 0.5 for _, py in column), (y, column)

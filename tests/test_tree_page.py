@@ -51,7 +51,8 @@ def test_tree_page_steps_and_draws():
     figs = figures(at)
     mask = figs["tree attention mask (rows attend to columns)"]["data"][0]
     # every column's position id under it (12 nodes + 4 context columns: the compact "index<br>position id")
-    assert all(x.split("<br>")[1].removeprefix("pos ").isdigit() for x in mask["x"]) and all("(pos " in y for y in mask["y"])
+    assert (all(x.split("<br>")[1].removeprefix("pos ").isdigit() for x in mask["x"])
+            and all("(pos " in y for y in mask["y"]))
     tree = next(f for f in figs.values() if any(t.get("name") == "root" for t in f["data"]))
     hovers = [h for t in tree["data"] if t.get("hovertext") and t["name"] in ("accepted", "rejected", "not reached")
               for h in t["hovertext"]]  # the drafted nodes (the star after the path is the target's own token)

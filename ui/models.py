@@ -41,15 +41,17 @@ SUPPORT = {  # every page of ui/registry.py, and Home (""): a test holds that no
     "pages/11_Where_speedup_goes.py": Support("one run with a draft model, n-gram lookup or early exit, in serving "
                                               "systems' units, under five acceptance rules, fp32 vs bf16",
                                               embedded_only=FEATURE),
-    "pages/4_Lossless_lab.py": Support("the toy p and q, and the real-model test (with the draft model, else early exit)"),
+    "pages/4_Lossless_lab.py": Support("the toy p and q, and the real-model test "
+                                       "(with the draft model, else early exit)"),
     "pages/5_Drafter_comparison.py": Support("a draft model, n-gram lookup, early exit and suffix decoding",
                                              needs_draft="staged speculation", embedded_only=FEATURE),
-    "pages/7_Tree_speculation.py": Support("", embedded_only="the EAGLE-2 tree, the Medusa heads and the feature draft's "
-                                           "chain (trained for the embedded target)", whole_page=True),
+    "pages/7_Tree_speculation.py": Support("", embedded_only="the EAGLE-2 tree, the Medusa heads and the feature "
+                                           "draft's chain (trained for the embedded target)", whole_page=True),
     "pages/9_Lookahead_decoding.py": Support("lookahead decoding: it needs no draft model"),
     "pages/8_Serving_lab.py": Support("the memory and roofline arithmetic and the measured verify cost",
                                       needs_draft="the batched speculative run"),
-    "pages/10_Practice.py": Support("the formula drills", needs_draft="the live drills (they replay a draft model's cycles)"),
+    "pages/10_Practice.py": Support("the formula drills",
+                                    needs_draft="the live drills (they replay a draft model's cycles)"),
     "pages/6_Interview_QA.py": Support("it runs no model"),
 }
 
@@ -84,7 +86,8 @@ def support_line(page: str, target: str | None, has_draft: bool) -> str:
         if s.whole_page:
             return f"This page needs the embedded target: {s.embedded_only}."
         if s.embedded_only:
-            return f"With another target this page offers {s.any_pair}; {s.embedded_only} comes with the embedded one only."
+            return (f"With another target this page offers {s.any_pair}; "
+                    f"{s.embedded_only} comes with the embedded one only.")
         return f"This page works with any pair: {s.any_pair}."
     parts = ([f"works: {s.any_pair}"] if s.any_pair else []) + (
         [f"needs a draft model: {s.needs_draft}" + ("" if has_draft else " (none given)")] if s.needs_draft else []) + (
@@ -257,7 +260,8 @@ def section(sb, device: str, loaded) -> tuple[str | None, str | None]:
                 "the Medusa heads are trained for the embedded target and come with it only.")
         if refused:
             st.caption("Not offered as a draft for this target (a different tokenizer, or none): "
-                       + md_escape(", ".join(refused[:12])) + (f" and {len(refused) - 12} more" if len(refused) > 12 else ""))
+                       + md_escape(", ".join(refused[:12]))
+                       + (f" and {len(refused) - 12} more" if len(refused) > 12 else ""))
         if not listed:
             st.caption(f"No model in the local Hugging Face cache ({md_escape(str(_hub()))}): give a folder with "
                        "*Other*.")

@@ -21,22 +21,28 @@ PAGES = [
     PageInfo("pages/2_Speculative_decoding.py", "Speculative decoding", "⚡",
              "draft, one verify pass, u vs min(1, p/q), residual or bonus, KV cache rollback"),
     PageInfo("pages/3_Speedup_lab.py", "Speedup lab",
-             "📈", "the estimated speedup live (Leviathan et al.), best K or don't speculate, and real runs measured beside it"),
+             "📈", "the estimated speedup live (Leviathan et al.), best K or don't speculate, "
+                  "and real runs measured beside it"),
     PageInfo("pages/11_Where_speedup_goes.py", "Where the speedup goes", "🔬",
              "one run in vLLM's, SGLang's and llama.cpp's units, five acceptance rules side by side, fp32 vs bf16"),
     PageInfo("pages/4_Lossless_lab.py", "Lossless lab", "⚖️",
              "why the output is exactly p: shape p and q, see the residual, and the classic mistakes"),
     PageInfo("pages/5_Drafter_comparison.py", "Drafter comparison", "🏁",
-             "feature draft, token draft, n-gram and an untrained early exit raced on real runs: speedups and slowdowns"),
-    PageInfo("pages/7_Tree_speculation.py", "Tree speculation", "🌲", "a tree of drafts verified in one pass: tree mask, position ids, the accepted path"),
+             "feature draft, token draft, n-gram and an untrained early exit raced on real runs: "
+             "speedups and slowdowns"),
+    PageInfo("pages/7_Tree_speculation.py", "Tree speculation", "🌲",
+             "a tree of drafts verified in one pass: tree mask, position ids, the accepted path"),
     PageInfo("pages/9_Lookahead_decoding.py", "Lookahead decoding", "🔭",
              "no draft model: a 2-D Jacobi window, an n-gram pool, and verification in the same pass"),
     PageInfo("pages/8_Serving_lab.py", "Serving lab", "🏭",
-             "KV-cache memory, the roofline, and why speculation stops paying at large batch (measured and calculated)"),
+             "KV-cache memory, the roofline, and why speculation stops paying at large batch "
+             "(measured and calculated)"),
     PageInfo("pages/10_Practice.py", "Practice drills", "🏋️",
-             "exercises with exact answers from the formulas and the model's own cycles, graded, with worked solutions"),
+             "exercises with exact answers from the formulas and the model's own cycles, graded, "
+             "with worked solutions"),
     PageInfo("pages/6_Interview_QA.py", "Interview Q&A", "🎓",
-             "questions at interview depth, rubric-graded quiz rounds with spaced repetition, code cards, mock interviews"),
+             "questions at interview depth, rubric-graded quiz rounds with spaced repetition, "
+             "code cards, mock interviews"),
 ]
 BY_PATH = {p.path: p for p in PAGES}
 

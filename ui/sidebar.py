@@ -161,7 +161,8 @@ def get_models(settings: Settings):
         if key in loaded():
             models = load_pair(*key)
         else:
-            with slot.status("Loading models… (the first start converts the embedded GGUF, ~20 s)", expanded=False) as box:
+            with slot.status("Loading models… (the first start converts the embedded GGUF, ~20 s)",
+                             expanded=False) as box:
                 models = load_pair(*key)
                 # every drafter the pages offer beside the draft model: the feature draft is the Speculative default
                 heads = [name for name, m in (("feature draft", models.feature_draft), ("Medusa heads", models.medusa))
@@ -184,7 +185,8 @@ def get_models(settings: Settings):
 
 def encode(models, settings: Settings, max_new_tokens: int) -> list[int]:
     try:
-        return encode_prompt(models.tokenizer, settings.prompt, settings.chat, context_size(models.target), max_new_tokens)
+        return encode_prompt(models.tokenizer, settings.prompt, settings.chat, context_size(models.target),
+                             max_new_tokens)
     except SpecVizError as e:
         st.warning(md_escape(str(e)))
         st.stop()

@@ -16,7 +16,8 @@ from specviz.drafters.ngram import NgramDrafter
 from specviz.drafters.staged import StagedDrafter
 from specviz.drafters.suffix import SuffixDrafter
 
-__all__ = ["Drafter", "Eagle2Drafter", "FeatureDrafter", "MedusaDrafter", "ModelDrafter", "NgramDrafter", "StagedDrafter", "SuffixDrafter", "early_exit_drafter",
+__all__ = ["Drafter", "Eagle2Drafter", "FeatureDrafter", "MedusaDrafter", "ModelDrafter", "NgramDrafter",
+           "StagedDrafter", "SuffixDrafter", "early_exit_drafter",
            "early_exit_model", "KINDS", "LABELS", "TreeDrafter", "drafter_choices", "make_drafter"]
 
 FEATURE_LABEL = "feature draft (EAGLE-style)"
@@ -43,7 +44,8 @@ KINDS: dict[str, Kind] = {
                   "No draft model is loaded: pick the n-gram drafter or give a draft model."),
     "ngram": Kind("n-gram lookup", lambda m, t, o: NgramDrafter()),
     "early-exit": Kind("early exit (untrained)",
-                       lambda m, t, o: early_exit_drafter(t if t is not None else m.target, o.get("early_exit_layers", 4))),
+                       lambda m, t, o: early_exit_drafter(t if t is not None else m.target,
+                                                          o.get("early_exit_layers", 4))),
     "suffix": Kind("suffix decoding", lambda m, t, o: SuffixDrafter(o.get("history"))),
     "staged": Kind("staged: n-gram → token draft", lambda m, t, o: StagedDrafter(m.draft), "draft",
                    "The staged drafter needs a draft model: none is loaded."),

@@ -29,7 +29,8 @@ class SubsetHead(torch.nn.Module):
     def __init__(self, weight: torch.Tensor, ids: torch.Tensor, vocab_size: int):
         super().__init__()
         # a plain nn.Linear, so pack_linears packs it like any other layer on CPU
-        self.proj = torch.nn.Linear(weight.shape[1], weight.shape[0], bias=False, device=weight.device, dtype=weight.dtype)
+        self.proj = torch.nn.Linear(weight.shape[1], weight.shape[0], bias=False,
+                                    device=weight.device, dtype=weight.dtype)
         self.proj.weight = torch.nn.Parameter(weight)
         self.register_buffer("ids", ids.long(), persistent=True)
         self.vocab_size = vocab_size
@@ -71,7 +72,8 @@ def read_parts(target, path: pathlib.Path, num_layers: int) -> tuple[dict, torch
     state = load_file(str(path / "model.safetensors"))
     cfg = copy.deepcopy(target.config)
     cfg.num_hidden_layers = num_layers
-    layers = load_part(state, "layers.", torch.nn.ModuleList(LlamaDecoderLayer(cfg, i) for i in range(num_layers)), target)
+    layers = load_part(state, "layers.",
+                       torch.nn.ModuleList(LlamaDecoderLayer(cfg, i) for i in range(num_layers)), target)
     norm = load_part(state, "norm.", LlamaRMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps), target)
     return state, layers, norm
 

@@ -167,7 +167,8 @@ def load(target, path: pathlib.Path, packed: bool = True) -> FeatureDraft:
     state, layers, norm = read_parts(target, path, meta["num_layers"])
     hidden = target.config.hidden_size
     fc = load_part(state, "fc.", torch.nn.Linear(2 * hidden, hidden, bias=True), target)
-    head = subset_head(load_file(str(path.parent / meta["head_from"] / "model.safetensors")), target)  # the token draft's
+    # the token draft's
+    head = subset_head(load_file(str(path.parent / meta["head_from"] / "model.safetensors")), target)
     read_layers = meta["read_layers"]
     fuse = None
     if len(read_layers) > 1:

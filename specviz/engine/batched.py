@@ -195,7 +195,8 @@ def batched_speculative(target, draft, tokenizer, prompts: list[list[int]], max_
     while any(alive):
         drafts = propose(db, ids, k)
         p = distribution(tb.forward(torch.cat([torch.tensor([s[-1] for s in ids])[:, None], drafts], 1), k + 1), GREEDY)
-        keep = [0] * b  # accepted drafts + 1: the target's slots [last, d_1..d_n] (and the draft's [ids[-2], ids[-1], d_1..d_n-1])
+        # accepted drafts + 1: the target's slots [last, d_1..d_n] (and the draft's [ids[-2], ids[-1], d_1..d_n-1])
+        keep = [0] * b
         for i in range(b):
             if not alive[i]:
                 continue

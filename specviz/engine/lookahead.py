@@ -144,16 +144,19 @@ def lookahead_steps(target, tokenizer, prompt_ids: list[int], max_new_tokens: in
         kept = [context_len - 1 + starts[best] + j for j in range(len(emitted) - 1)] if best >= 0 else []
         stepper.keep_slots(list(range(context_len)) + kept)
 
-        ngrams = [tuple(lv[i] for lv in levels) + (outputs[i],) for i in range(window)] if len(levels) == ngram - 1 else []
+        ngrams = ([tuple(lv[i] for lv in levels) + (outputs[i],) for i in range(window)]
+                  if len(levels) == ngram - 1 else [])
         fresh = [pool.add(g) for g in ngrams]
         event = LookaheadStep(
-            step=d.cycle, context_len=context_len, root=ids[-1], levels=tuple(map(tuple, levels)), outputs=tuple(outputs),
-            new_ngrams=tuple(ngrams), fresh=tuple(fresh), added=sum(fresh), pool_size=len(pool), candidates=tuple(candidates),
-            matched=tuple(matched), best=best, emitted=tuple(emitted),
+            step=d.cycle, context_len=context_len, root=ids[-1],
+            levels=tuple(map(tuple, levels)), outputs=tuple(outputs),
+            new_ngrams=tuple(ngrams), fresh=tuple(fresh), added=sum(fresh), pool_size=len(pool),
+            candidates=tuple(candidates), matched=tuple(matched), best=best, emitted=tuple(emitted),
             texts=texts(tokenizer, [ids[-1], *outputs, *emitted, *(x for lv in levels for x in lv),
                                     *(x for c in candidates for x in c)]),
             verify_positions=len(tokens), position_ids=tuple(positions[-branch:]),
-            allowed=tuple(map(tuple, allowed[-branch:, -branch:].tolist())), target_cache=CacheState(filled, stepper.cached))
+            allowed=tuple(map(tuple, allowed[-branch:, -branch:].tolist())),
+            target_cache=CacheState(filled, stepper.cached))
         levels = (levels[1:] if len(levels) == ngram - 1 else levels) + [outputs]
         return event, emitted
 

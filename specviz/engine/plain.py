@@ -27,7 +27,8 @@ def plain_steps(model, tokenizer, prompt_ids: list[int], max_new_tokens: int,
         token = choose(probs, cfg, gen)
         lp = math.log(max(float(probs[token]), 1e-45))
         logprob += lp
-        return TokenStep(d.cycle, token, token_text(tokenizer, token), lp, top_probs(tokenizer, probs, top_n, token)), [token]
+        return TokenStep(d.cycle, token, token_text(tokenizer, token), lp,
+                         top_probs(tokenizer, probs, top_n, token)), [token]
 
     d = Decoding.of(model, tokenizer, prompt_ids, max_new_tokens)
     yield from run_cycles(d, cycle, record_token)

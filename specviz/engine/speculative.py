@@ -110,7 +110,8 @@ def cycle_event(tokenizer, top_n: int, *, cycle: int, context_len: int, drafts: 
 
     return Cycle(
         cycle=cycle, context_len=context_len, k=len(drafts),
-        drafts=tuple(DraftToken(i, x, text(x), float(q_of(i)[x]), top_probs(tokenizer, q_of(i), top_n if q is not None else 1, x))
+        drafts=tuple(DraftToken(i, x, text(x), float(q_of(i)[x]),
+                                top_probs(tokenizer, q_of(i), top_n if q is not None else 1, x))
                      for i, x in enumerate(drafts)),
         verify_positions=len(drafts) + 1,
         verdicts=tuple(Verdict(r.position, r.token, text(r.token), r.p, r.q, r.accept_prob, r.u, r.accepted,

@@ -127,7 +127,8 @@ def output_pieces(tokenizer, ids) -> list[str]:
 def _byte_decoder() -> dict[str, int]:
     """GPT-2's byte-to-unicode alphabet, inverted: printable bytes stand for themselves, the rest are
     shifted to code points 256 and up."""
-    keep = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    keep = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
+            + list(range(ord("®"), ord("ÿ") + 1)))
     chars, n = {}, 0
     for b in range(256):
         if b in keep:

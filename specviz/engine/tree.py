@@ -90,7 +90,8 @@ def draft_tree(drafter: Drafter, ids: list[int], budget: int, depth: int, width:
 
 def tree_speculative_steps(target, drafter: Drafter, tokenizer, prompt_ids: list[int], max_new_tokens: int,
                            budget: int = 16, depth: int = 4, width: int = 1, cfg: SamplingConfig = SamplingConfig(),
-                           top_n: int = 5, typical: tuple[float, float] | None = None) -> Generator[TreeCycle, None, Result]:
+                           top_n: int = 5,
+                           typical: tuple[float, float] | None = None) -> Generator[TreeCycle, None, Result]:
     """Tree speculation, one cycle at a time: draft a tree, ONE target pass over every node, walk it
     (verify_tree), keep the accepted path in the KV cache. budget: nodes per tree (tree drafters); depth:
     the deepest drafted position (a chain drafter's K); width: runner-ups per depth for a chain drafter.
@@ -131,7 +132,8 @@ def tree_speculative_steps(target, drafter: Drafter, tokenizer, prompt_ids: list
     return run.d.result("speculative tree")
 
 
-def tree_event(tokenizer, top_n: int, *, cycle: int, context_len: int, drafter: str, tree: TokenTree, p, v: Verification,
+def tree_event(tokenizer, top_n: int, *, cycle: int, context_len: int, drafter: str,
+               tree: TokenTree, p, v: Verification,
                emitted: list[int], greedy: bool, draft_passes: int, prefill: int, pending: int,
                target_cache: CacheState, draft_cache: CacheState | None, typical: bool = False) -> TreeCycle:
     """The trace event of one tree cycle: every node with its verdict, the mask and position ids.

@@ -208,7 +208,8 @@ def _grid(rows: int, cols: int, titled: tuple, options: str) -> tuple[str, tuple
                         **opts)
     layout = fig.to_dict()["layout"]
     layout.pop("template", None)  # build() applies the default template itself
-    cells = tuple(tuple((fig.get_subplot(r + 1, c + 1).xaxis.plotly_name, fig.get_subplot(r + 1, c + 1).yaxis.plotly_name)
+    cells = tuple(tuple((fig.get_subplot(r + 1, c + 1).xaxis.plotly_name,
+                         fig.get_subplot(r + 1, c + 1).yaxis.plotly_name)
                         for c in range(cols)) for r in range(rows))
     return json.dumps(layout), cells
 

@@ -31,7 +31,8 @@ def breakdown_waterfall(breakdown, title: str = "Where the speedup goes") -> go.
     low = min([0.0] + [math.log10(r) for r in running])
     ticks = [t for t in (0.25, 0.5, 0.75, 1, 1.5, 2, 3, 4, 6, 8) if low - 0.1 <= math.log10(t) <= top + 0.1]
     layout = dict(height=330, title=dict(text=title, x=0, font=dict(size=14)), showlegend=False,
-                  yaxis=dict(title=dict(text="speedup over plain greedy (log)"), tickvals=[math.log10(t) for t in ticks],
+                  yaxis=dict(title=dict(text="speedup over plain greedy (log)"),
+                             tickvals=[math.log10(t) for t in ticks],
                              ticktext=[f"{t:g}×" for t in ticks], range=[low - 0.12, top + 0.15], zeroline=True),
                   shapes=[dict(type="line", xref="paper", x0=0, x1=1, y0=0, y1=0, line=dict(color="#616161", width=1))],
                   margin=dict(l=60, r=10, t=50, b=60))

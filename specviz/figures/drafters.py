@@ -22,7 +22,8 @@ def speedup_bars(rows) -> go.Figure:
                            textposition="inside", insidetextanchor="start"))  # label at the foot: clear of the whisker
     fig.add_hline(y=1, line_dash="dot", line_color="#c62828", annotation_text="plain decoding")
     fig.update_layout(height=360, yaxis_title="speedup vs plain greedy", margin=dict(l=10, r=10, t=40, b=10),
-                      title=dict(text="Measured speedup by drafter (median of the rounds; whiskers: lowest and highest round)", x=0, font=dict(size=14)))
+                      title=dict(text="Measured speedup by drafter (median of the rounds; "
+                                      "whiskers: lowest and highest round)", x=0, font=dict(size=14)))
     return fig
 
 
@@ -35,7 +36,8 @@ def stage_bars(breakdown: dict) -> go.Figure:
     names = [label(r["run"]) for r in rows] + ["plain greedy"]
     fig = go.Figure()
     for key, color in STAGE_COLORS.items():
-        fig.add_trace(go.Bar(y=names, x=[r[key] for r in rows] + [breakdown["plain s"] if key == "target verify s" else 0],
+        fig.add_trace(go.Bar(y=names,
+                             x=[r[key] for r in rows] + [breakdown["plain s"] if key == "target verify s" else 0],
                              name=key.removesuffix(" s"), orientation="h", marker_color=color,
                              hovertemplate="%{y}: %{x:.2f} s<extra>" + key.removesuffix(" s") + "</extra>"))
     fig.update_layout(barmode="stack", height=260, margin=dict(l=10, r=10, t=40, b=10), xaxis_title="seconds",
@@ -50,10 +52,13 @@ def suffix_bars(result: dict) -> go.Figure:
     rows = [result["rows"][n] for n in names]
     fig = go.Figure([
         go.Bar(x=names, y=[r["tokens_per_verify_pass"] for r in rows], name="tokens per verify pass",
-               marker_color="#1565c0", text=[f"{r['tokens_per_verify_pass']:.2f}" for r in rows], textposition="outside"),
+               marker_color="#1565c0",
+               text=[f"{r['tokens_per_verify_pass']:.2f}" for r in rows], textposition="outside"),
         go.Bar(x=names, y=[r["speedup_vs_plain"] for r in rows], name="speedup vs plain greedy (×)",
                marker_color="#2e7d32", text=[f"{r['speedup_vs_plain']:.2f}×" for r in rows], textposition="outside")])
-    fig.update_layout(barmode="group", height=320, margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.2),
-                      title=dict(text=f"Repeated requests: {result['requests']} requests after the first, K = {result['k']}",
+    fig.update_layout(barmode="group", height=320, margin=dict(l=10, r=10, t=40, b=10),
+                      legend=dict(orientation="h", y=-0.2),
+                      title=dict(text=f"Repeated requests: {result['requests']} requests after the first, "
+                                      f"K = {result['k']}",
                                  x=0, font=dict(size=14)))
     return fig

@@ -31,10 +31,13 @@ def grid(rows: list[list[str]], colors: list[list[str]], names: list[str], hover
         # invisible points carry the hover text (shapes have none)
         fig.add_trace(go.Scatter(x=[c + 0.5 for c in range(len(row))], y=[y + 0.5] * len(row), mode="markers",
                                  marker=dict(size=30, opacity=0), hovertext=tips, hoverinfo="text", showlegend=False))
-    fig.update_layout(title=title, height=90 + height_per_row * n, margin=dict(l=10, r=10, t=40, b=30),  # room for "column"
-                      xaxis=dict(range=[0, width], showgrid=False, zeroline=False, tickvals=[c + 0.5 for c in range(width)],
+    # room for "column"
+    fig.update_layout(title=title, height=90 + height_per_row * n, margin=dict(l=10, r=10, t=40, b=30),
+                      xaxis=dict(range=[0, width], showgrid=False, zeroline=False,
+                                 tickvals=[c + 0.5 for c in range(width)],
                                  ticktext=[str(c) for c in range(width)], title="column"),
-                      yaxis=dict(range=[0, n], showgrid=False, zeroline=False, tickvals=[n - 1 - r + 0.5 for r in range(n)],
+                      yaxis=dict(range=[0, n], showgrid=False, zeroline=False,
+                                 tickvals=[n - 1 - r + 0.5 for r in range(n)],
                                  ticktext=names), plot_bgcolor="white")
     return fig
 
@@ -76,7 +79,8 @@ def candidates_figure(step) -> go.Figure:
     colors.append([ACCEPTED] * (len(step.emitted) - 1) + [BONUS])
     hover.append([f"emitted: {label(t[x])}" for x in step.emitted])
     names.append("emitted")
-    title = (f"verification · {len(step.candidates)} candidate{'s' if len(step.candidates) > 1 else ''} after “{label(t[step.root])}”"
+    title = (f"verification · {len(step.candidates)} candidate{'s' if len(step.candidates) > 1 else ''} "
+             f"after “{label(t[step.root])}”"
              if step.candidates else f"verification · no n-gram after “{label(t[step.root])}” yet")
     return grid(rows, colors, names, hover, title, min_columns=4)
 
@@ -93,7 +97,8 @@ def mask_figure(step) -> go.Figure:
                                colorscale=[[0, "#f4f4f4"], [1, "#1565c0"]], xgap=1, ygap=1,
                                hovertemplate="%{y} sees %{x}: %{z}<extra></extra>"))
     fig.update_layout(title="attention mask of the one forward (rows attend to columns; all see the context)",
-                      yaxis=dict(autorange="reversed"), height=max(300, 14 * n + 120), margin=dict(l=10, r=10, t=40, b=10))
+                      yaxis=dict(autorange="reversed"), height=max(300, 14 * n + 120),
+                      margin=dict(l=10, r=10, t=40, b=10))
     return fig
 
 
@@ -137,7 +142,8 @@ JACOBI_CAPTION = ("Plain Jacobi iteration (no pool) on the same prompt: every gu
                   "after the guesses before it. A guess is exact only when every guess before it was, so it converges "
                   "to greedy's output but seldom gains more than one token per pass: the reason lookahead keeps the "
                   "n-grams the iteration produces.")
-MASK_CAPTION = ("Window cell (level l, column i) continues level 0's columns 0..i and its own column's lower levels, at "
+MASK_CAPTION = ("Window cell (level l, column i) continues level 0's columns 0..i "
+                "and its own column's lower levels, at "
                 "position id t + 1 + i + l; candidate token j sits at t + 1 + j and sees its own earlier tokens. "
                 "Nothing sees across branches, so one pass does both jobs.")
 CPU_CAPTION = ("On this 2-core CPU a forward over ~30 positions costs several times one over 1 position, so lookahead "

@@ -34,7 +34,8 @@ def mistake(names, p, wrong, title) -> go.Figure:
     return fig
 
 
-def counts(names, spec_counts, plain_counts, expected=None, title: str = "First token: speculative vs plain sampling") -> go.Figure:
+def counts(names, spec_counts, plain_counts, expected=None,
+           title: str = "First token: speculative vs plain sampling") -> go.Figure:
     """Observed counts of each sampler; expected: the count each would have if both were the same sampler."""
     names = [label(n) for n in names]
     fig = go.Figure([go.Bar(x=names, y=list(plain_counts), name="plain sampling", marker_color=P_COLOR,

@@ -22,7 +22,8 @@ def kv_memory(shapes, batch: int, contexts, bytes_per_value: int, beams: int, pr
                                  line=dict(color="#777", dash="dot"), name=f"{budget_gib:.1f} GiB (one 80 GB GPU)",
                                  text=["", f"{budget_gib:.1f} GiB"], textposition="top left", hoverinfo="skip"))
     fig.update_layout(height=340, margin=dict(l=10, r=10, t=40, b=10), xaxis_title="context (tokens per sequence)",
-                      yaxis_title="KV cache (GiB)", xaxis_type="log", yaxis_type="log", xaxis_dtick=1, yaxis_dtick=1,  # powers of 10 only
+                      # powers of 10 only
+                      yaxis_title="KV cache (GiB)", xaxis_type="log", yaxis_type="log", xaxis_dtick=1, yaxis_dtick=1,
                       legend=dict(orientation="h", y=-0.25),
                       title=dict(text=f"KV cache for batch {batch}" + (f", {beams} beams" if beams > 1 else ""),
                                  x=0, font=dict(size=14)))
@@ -40,7 +41,8 @@ def roofline(devices, shape, batches, k: int, bytes_per_value: int) -> go.Figure
 
         def attainable(x):
             return min(d.flops, d.bandwidth * x)
-        fig.add_trace(go.Scatter(x=xs, y=[attainable(x) for x in xs], mode="lines", name=d.name, line=dict(color=color)))
+        fig.add_trace(go.Scatter(x=xs, y=[attainable(x) for x in xs], mode="lines",
+                                 name=d.name, line=dict(color=color)))
         for tokens, symbol, what in ((1, "circle", "decode"), (k + 1, "diamond", f"verify K+1={k + 1}")):
             pts = [linear_intensity(b, tokens, bytes_per_value) for b in batches]
             fig.add_trace(go.Scatter(x=pts, y=[attainable(x) for x in pts], mode="markers+text", showlegend=False,
@@ -69,7 +71,8 @@ def roofline(devices, shape, batches, k: int, bytes_per_value: int) -> go.Figure
     return fig
 
 
-def speedup_vs_batch(grid: dict | None, a: float, calculated: dict | None = None, measured: dict | None = None) -> go.Figure:
+def speedup_vs_batch(grid: dict | None, a: float, calculated: dict | None = None,
+                     measured: dict | None = None) -> go.Figure:
     """The estimated speculative speedup against batch size: from the forward costs measured here (v(B), c(B))
     and, dashed, from a roofline calculation for a datasheet GPU. measured (batched.measure_batches): a real
     batched run's wall-clock speedups as points, beside the curve predicted from its own forward-cost grid with
@@ -81,8 +84,9 @@ def speedup_vs_batch(grid: dict | None, a: float, calculated: dict | None = None
                                  mode="lines+markers", name=f"measured costs here (K={k})", line=dict(color=COLORS[0]),
                                  hovertemplate="B=%{x}: %{y:.2f}×<extra></extra>"))
     if calculated:
-        fig.add_trace(go.Scatter(x=calculated["batches"], y=calculated["speedups"], mode="lines", name=calculated["name"],
-                                 line=dict(color=COLORS[1], dash="dash"), hovertemplate="B=%{x}: %{y:.2f}×<extra></extra>"))
+        fig.add_trace(go.Scatter(x=calculated["batches"], y=calculated["speedups"], mode="lines",
+                                 name=calculated["name"], line=dict(color=COLORS[1], dash="dash"),
+                                 hovertemplate="B=%{x}: %{y:.2f}×<extra></extra>"))
     if measured:
         add_measured(fig, measured)
     fig.add_hline(y=1.0, line_dash="dot", annotation_text="no gain", annotation_position="bottom left")  # linear y
@@ -99,7 +103,8 @@ def add_measured(fig: go.Figure, measured: dict) -> None:
     rows = measured["grid"]["rows"]
     fig.add_trace(go.Scatter(x=[r["batch"] for r in rows], y=[speedup_at_batch(a, k, r["v"], r["c"]) for r in rows],
                              mode="lines", name=f"predicted for the batched run (a = {a:.2f}, K = {k}, its own grid)",
-                             line=dict(color=COLORS[2], dash="dashdot"), hovertemplate="B=%{x}: %{y:.2f}×<extra></extra>"))
+                             line=dict(color=COLORS[2], dash="dashdot"),
+                             hovertemplate="B=%{x}: %{y:.2f}×<extra></extra>"))
     fig.add_trace(go.Scatter(x=[r["batch"] for r in runs], y=[r["predicted_ragged"] for r in runs], mode="markers",
                              name="predicted with the batch's own tokens per pass (slowest sequence)",
                              marker=dict(color=COLORS[2], symbol="diamond-open", size=11, line=dict(width=2)),

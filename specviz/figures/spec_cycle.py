@@ -6,8 +6,8 @@ import html
 
 import plotly.graph_objects as go
 
-from specviz.figures import (ACCEPTED, BONUS, CORRECTION, P_COLOR, Q_COLOR, REJECTED, RESAMPLED, build, grid, label, label_plain, md_escape,
-               ref, short_label, token_labels)
+from specviz.figures import (ACCEPTED, BONUS, CORRECTION, P_COLOR, Q_COLOR, REJECTED, RESAMPLED, build, grid, label,
+                             label_plain, md_escape, ref, short_label, token_labels)
 
 ORIGIN_COLORS = {"accepted": ACCEPTED, "resampled": RESAMPLED, "bonus": BONUS, "correction": CORRECTION,
                  "target": "#607d8b", "prompt": "#9e9e9e"}
@@ -110,7 +110,8 @@ def verify_pass(cycle, marks: bool = True) -> go.Figure:
     else:
         dense = k > 8  # many positions: the draft token goes under the axis, values on hover only
         draft_text = [label(d.text) for d in cycle.drafts] + ["(none: bonus slot)"]
-        xs = [f"{i + 1}<br>{short_label(d.text, 8)}" if dense else f"{i + 1}" for i, d in enumerate(cycle.drafts)] + [f"{k + 1}"]
+        xs = [f"{i + 1}<br>{short_label(d.text, 8)}" if dense else f"{i + 1}"
+              for i, d in enumerate(cycle.drafts)] + [f"{k + 1}"]
         top_text = [label(t.text) for t in cycle.target_top]
         agree = [d.token == cycle.target_top[i].id for i, d in enumerate(cycle.drafts)]
         greedy = cycle.verify_mode == "greedy"
@@ -131,21 +132,24 @@ def verify_pass(cycle, marks: bool = True) -> go.Figure:
         data = [dict(
             type="bar", x=xs, y=[t.prob for t in cycle.target_top], name="target's top choice: p(top)",
             marker=dict(color="#90caf9"),
-            text=[short_label(pt.text, 8) if dense else f"{t}<br>{_small(pt.prob, 2)}" for t, pt in zip(top_text, cycle.target_top)],
+            text=[short_label(pt.text, 8) if dense else f"{t}<br>{_small(pt.prob, 2)}"
+                  for t, pt in zip(top_text, cycle.target_top)],
             textposition="outside", textfont=dict(size=9 if dense else 11),
             cliponaxis=False, customdata=top_text,
             hovertemplate="position %{x}: the target's top choice %{customdata}, p = %{y:.4f}<extra></extra>"), dict(
             type="bar", x=xs[:k], y=list(cycle.p_draft), name="p(draft token)",
-            marker=dict(color=colors, opacity=[1 if i < ruled else 0.35 for i in range(k)], pattern=dict(shape=patterns)),
+            marker=dict(color=colors, opacity=[1 if i < ruled else 0.35 for i in range(k)],
+                        pattern=dict(shape=patterns)),
             textposition="outside", cliponaxis=False, customdata=draft_text[:k],
             hovertemplate="position %{x}: p(draft %{customdata}) = %{y:.4f}<extra></extra>",
             **({} if dense else dict(text=p_text)))]
         layout = dict(
-            height=300, barmode="group", bargap=0.25, yaxis=dict(range=[0, 1.3], title=dict(text="p (target)"), tickvals=[0, 0.5, 1]),
+            height=300, barmode="group", bargap=0.25,
+            yaxis=dict(range=[0, 1.3], title=dict(text="p (target)"), tickvals=[0, 0.5, 1]),
             xaxis=dict(title=dict(text=("position in this pass: compare each draft token with the target's top "
                                         "choice (your prediction first)") if greedy and not marks else
-                             ("position in this pass (green ✓: draft = target's top choice, red ✗ hatched: it is not; faded: "
-                              "after the first mismatch, computed but discarded)") if greedy else
+                             ("position in this pass (green ✓: draft = target's top choice, red ✗ hatched: it is not; "
+                              "faded: after the first mismatch, computed but discarded)") if greedy else
                              "position in this pass (the draft token is kept with probability min(1, p/q); faded: "
                              "after the first rejection, computed but discarded)"), type="category"),
             legend=dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom"))
@@ -173,7 +177,8 @@ def verdicts(cycle) -> go.Figure:
     specs_rows = rows if greedy else 2 * rows
     heights = [1] * rows if greedy else [0.75, 0.25] * rows
     layout, cells = grid(specs_rows, cols, [t for r in range(rows) for t in
-                                            (titles[r * cols:(r + 1) * cols] + [""] * (cols - len(titles[r * cols:(r + 1) * cols]))
+                                            (titles[r * cols:(r + 1) * cols]
+                                             + [""] * (cols - len(titles[r * cols:(r + 1) * cols]))
                                              + ([] if greedy else [""] * cols))] if vs else ["nothing drafted"],
                          row_heights=heights, vertical_spacing=(0.3 if rows > 1 else 0.12) / (1 if greedy else 2),
                          horizontal_spacing=0.02 if cols > 4 else 0.05)
@@ -206,7 +211,8 @@ def verdicts(cycle) -> go.Figure:
                              hovertemplate="accept probability min(1, p/q) = %{x:.3f}<extra></extra>", **ref(test)))
             data.append(dict(type="scatter", x=[v.u], y=[""], mode="markers",
                              marker=dict(symbol="line-ns-open", size=22, color="black", line=dict(width=3)), name="u",
-                             showlegend=i == 0, legendgroup="u", hovertemplate="u = %{x:.3f}<extra></extra>", **ref(test)))
+                             showlegend=i == 0, legendgroup="u",
+                             hovertemplate="u = %{x:.3f}<extra></extra>", **ref(test)))
             layout[test[0]].update(range=[0, 1], tickvals=[0, 0.5, 1], tickfont=dict(size=9))
     _title_size(layout, 10 if small else 12)
     rule = ("accept while the draft token is the target's top choice (▶: the draft token)" if greedy else
@@ -226,13 +232,15 @@ def resolution(cycle) -> go.Figure | None:
         return None
     r = [t for t in cycle.residual_top if t.prob >= MASS or t.id == cycle.new_token]
     data = [dict(type="bar", x=token_labels([t.text for t in r], [t.id == cycle.new_token for t in r]),
-                 y=[t.prob for t in r], marker=dict(color=[RESAMPLED if t.id == cycle.new_token else "#ce93d8" for t in r]),
+                 y=[t.prob for t in r],
+                 marker=dict(color=[RESAMPLED if t.id == cycle.new_token else "#ce93d8" for t in r]),
                  text=[_small(t.prob) for t in r], textposition="outside", cliponaxis=False,
                  name="residual", hovertemplate="%{x}: residual = %{y:.4f}<extra></extra>")]
     title = "4 · Rejected: resample from the residual normalize(max(0, p − q)) (▶: the token drawn)"
     if cycle.residual_fallback:
         title += " (all zero: p = q, drew from p)"
-    return build(data, _fixed(dict(height=300, yaxis=dict(range=_fit(max(t.prob for t in r))), xaxis=dict(type="category"),
+    return build(data, _fixed(dict(height=300, yaxis=dict(range=_fit(max(t.prob for t in r))),
+                                   xaxis=dict(type="category"),
                                    title=dict(text=title, x=0, font=dict(size=14)), showlegend=False),
                               l=40, r=10, t=40, b=60))
 
@@ -269,7 +277,8 @@ def rare_draw_note(cycle, below: float = 0.01) -> str | None:
     share = next((t.prob for t in cycle.residual_top if t.id == cycle.new_token), None)
     one_in = f"about 1 in {round(1 / cycle.new_p):,}" if cycle.new_p > 0 else "almost never"
     # "yet" only when the residual made it much likelier than p did; a thin share is a second unlikely draw
-    got = ("" if share is None else f", yet it got {_share(share)} of the residual" if share >= max(0.01, 2 * cycle.new_p)
+    got = ("" if share is None else f", yet it got {_share(share)} of the residual"
+           if share >= max(0.01, 2 * cycle.new_p)
            else f", and only {_share(share)} of the residual: an unlikely draw twice over")
     return (f"**A rare token was drawn.** The target gives “{tok}” only p = "
             f"{f'{cycle.new_p:.4f}' if cycle.new_p >= 1e-4 else _small(cycle.new_p)} here "
@@ -300,13 +309,15 @@ def cache_strip(cycle, context: list[str] | None = None, window: int = 24) -> go
     names = [name for name, _ in rows][::-1]  # target drawn on top
     z, texts, hover = [], [], []
     for name, state in rows[::-1]:
-        z.append([(0 if x < cycle.context_len else 1) if x < state.after else (2 if x < state.before else None) for x in xs])
+        z.append([(0 if x < cycle.context_len else 1) if x < state.after else (2 if x < state.before else None)
+                  for x in xs])
         shown = [token(x) if x < max(state.before, state.after) else None for x in xs]
         texts.append(["" if t is None else short_label(t, 6) for t in shown])  # a cell's width; the hover has it whole
         hover.append([f"{name} cache, position {x}: " + ("kept" if x < state.after else "rolled back")
                       + ("" if t is None else "<br>" + label(t)) for x, t in zip(xs, shown)])
     data = [dict(
-        type="heatmap", x=xs, y=names, z=z, text=texts, texttemplate="%{text}", textfont=dict(size=10), customdata=hover,
+        type="heatmap", x=xs, y=names, z=z, text=texts, texttemplate="%{text}", textfont=dict(size=10),
+        customdata=hover,
         hovertemplate="%{customdata}<extra></extra>", xgap=2, ygap=4, showscale=False, zmin=0, zmax=2,
         colorscale=[[0, "#cfd8dc"], [0.33, "#cfd8dc"], [0.34, "#90caf9"], [0.66, "#90caf9"], [0.67, "#ef9a9a"],
                     [1, "#ef9a9a"]])]
@@ -316,7 +327,8 @@ def cache_strip(cycle, context: list[str] | None = None, window: int = 24) -> go
         xaxis=dict(title=dict(text="cache position (grey: earlier tokens · blue: this cycle, kept · red: rolled back)"),
                    dtick=2 if len(xs) > 20 else 1),
         title=dict(text=f"5 · KV caches: target {cycle.target_cache.before}→{cycle.target_cache.after}"
-                   + (f", draft {cycle.draft_cache.before}→{cycle.draft_cache.after}" if cycle.draft_cache else ", n-gram: no cache"),
+                   + (f", draft {cycle.draft_cache.before}→{cycle.draft_cache.after}"
+                      if cycle.draft_cache else ", n-gram: no cache"),
                    x=0, font=dict(size=14)))
     return build(data, _fixed(layout, l=60, r=10, t=40, b=55))
 
@@ -330,8 +342,10 @@ def token_chips(tokens_with_origin) -> str:
         shown = html.escape(text.replace("\n", "↵\n"), quote=True)
         color = ORIGIN_COLORS.get(origin, "#777")
         title = html.escape(origin) if text else f"{html.escape(origin)} · a byte token: part of the next character"
-        chips.append(f'<span class="chip"{tid} title="{title}" style="border-bottom:3px {ORIGIN_LINES.get(origin, "solid")} {color};'
-                     f'background:{color}22;padding:1px 2px;margin:0 1px;border-radius:3px;white-space:pre-wrap">{shown}</span>')
+        chips.append(f'<span class="chip"{tid} title="{title}" '
+                     f'style="border-bottom:3px {ORIGIN_LINES.get(origin, "solid")} {color};'
+                     f'background:{color}22;padding:1px 2px;margin:0 1px;border-radius:3px;'
+                     f'white-space:pre-wrap">{shown}</span>')
     return '<div style="line-height:2;font-family:monospace">' + "".join(chips) + "</div>"
 
 
@@ -341,12 +355,14 @@ def chip_legend() -> str:
 
 
 # ---------------------------------------------------------------- the page's sentences (shared with the offline lesson)
-NOTHING_DRAFTED = ("**1 · Nothing drafted:** the target decodes one token alone, as plain decoding would (still one target "
-                   "pass).")
+NOTHING_DRAFTED = ("**1 · Nothing drafted:** the target decodes one token alone, as plain decoding would "
+                   "(still one target pass).")
 NOTHING_JUDGED = "**3 · Nothing to judge:** no draft token, so no accept test."
-FEATURE_CACHE = ("The feature draft keeps only positions it built from the target's real hidden states; the ones it built "
+FEATURE_CACHE = ("The feature draft keeps only positions it built from the target's "
+                 "real hidden states; the ones it built "
                  "on its own guesses are dropped and rebuilt next cycle from the states this verify pass computed.")
-FEATURE_PREFILL = ("Before this first cycle the target ran one prefill pass over the prompt: the feature draft reads the "
+FEATURE_PREFILL = ("Before this first cycle the target ran one prefill pass over the prompt: "
+                   "the feature draft reads the "
                    "target's hidden states, so it cannot draft before they exist (counted as a target pass).")
 
 

@@ -21,7 +21,8 @@ def tokens_per_pass(a: float, k_max: int = 16) -> go.Figure:
     fig = go.Figure()
     for av, color in _a_values(a):
         chosen = abs(av - a) < 1e-9
-        fig.add_trace(go.Scatter(x=ks, y=[expected_tokens(av, k) for k in ks], mode="lines+markers" if chosen else "lines",
+        fig.add_trace(go.Scatter(x=ks, y=[expected_tokens(av, k) for k in ks],
+                                 mode="lines+markers" if chosen else "lines",
                                  name=f"a = {av:g}", line=dict(width=4 if chosen else 1.5, color=color)))
     fig.update_layout(height=460, margin=dict(l=10, r=10, t=40, b=10), xaxis_title="K (drafts per cycle)",
                       yaxis_title="expected tokens per target pass",
@@ -72,8 +73,8 @@ def improvement(a: float, c: float, v_of_k=None, k_max: int = 16, measured=None,
         chosen = abs(av - a) < 1e-9
         ys = [walltime_improvement(av, k, c) for k in ks]
         top = max(top, *ys)
-        fig.add_trace(go.Scatter(x=ks, y=ys, mode="lines", name=f"a = {av:g}", line=dict(width=4 if chosen else 1.5, color=color),
-                                 opacity=1 if chosen else 0.6))
+        fig.add_trace(go.Scatter(x=ks, y=ys, mode="lines", name=f"a = {av:g}",
+                                 line=dict(width=4 if chosen else 1.5, color=color), opacity=1 if chosen else 0.6))
         if chosen:
             kb = best_k(av, c, 1.0, k_max)
             if kb:
@@ -107,7 +108,8 @@ def improvement(a: float, c: float, v_of_k=None, k_max: int = 16, measured=None,
         am, cm, vm = through
         ys = [walltime_improvement(am, k, cm, vm(k)) for k in ks]
         top = max(top, *ys)
-        fig.add_trace(go.Scatter(x=ks, y=ys, mode="lines", name=f"estimate at the measured a = {am:.2f}, c = {cm:.2f}, v",
+        fig.add_trace(go.Scatter(x=ks, y=ys, mode="lines",
+                                 name=f"estimate at the measured a = {am:.2f}, c = {cm:.2f}, v",
                                  line=dict(width=3, dash="dot", color="#c62828")))
     for k, s, lab in measured or []:
         top = max(top, s)
@@ -126,7 +128,8 @@ def improvement(a: float, c: float, v_of_k=None, k_max: int = 16, measured=None,
     fig.update_layout(height=460, margin=dict(l=10, r=10, t=40, b=10), xaxis_title="K (drafts per cycle)",
                       yaxis_title="speedup over plain decoding", yaxis_range=[0, top * 1.15],
                       legend=dict(orientation="h", x=0, y=-0.18, yanchor="top", font=dict(size=10)),
-                      title=dict(text=f"Estimated walltime improvement (1 − a^(K+1)) / ((1 − a)(Kc + 1)), c = {c:g}", x=0,
+                      title=dict(text=f"Estimated walltime improvement "
+                                      f"(1 − a^(K+1)) / ((1 − a)(Kc + 1)), c = {c:g}", x=0,
                                  font=dict(size=14)))
     return fig
 

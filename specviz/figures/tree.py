@@ -99,7 +99,8 @@ def tree_figure(cycle, root_text: str = "context", hide: bool = False) -> go.Fig
             marker=dict(size=18, color="#bdbdbd", symbol="circle", opacity=[0.35 + 0.65 * min(1.0, n.q)
                                                                             for n in cycle.nodes],
                         line=dict(color="#333", width=1)),
-            hovertext=[f"{label(n.text)} · depth {n.depth} · q {n.q:.3f} (the draft's confidence)" for n in cycle.nodes],
+            hovertext=[f"{label(n.text)} · depth {n.depth} · q {n.q:.3f} (the draft's confidence)"
+                       for n in cycle.nodes],
             hoverinfo="text"))
     for verdict, color in ({} if hide else VERDICT_COLORS).items():
         nodes = [n for n in cycle.nodes if n.verdict == verdict]
@@ -108,7 +109,8 @@ def tree_figure(cycle, root_text: str = "context", hide: bool = False) -> go.Fig
         fig.add_trace(go.Scatter(
             x=[pos[n.index][0] for n in nodes], y=[pos[n.index][1] for n in nodes], mode="markers+text",
             name=verdict, text=[shown[n.index] for n in nodes],
-            textposition=["top right" if n.index in on_path else "middle right" for n in nodes],  # not under the thick line
+            # not under the thick line
+            textposition=["top right" if n.index in on_path else "middle right" for n in nodes],
             marker=dict(size=18, color=color, symbol=VERDICT_SYMBOLS[verdict],
                         opacity=[0.35 + 0.65 * min(1.0, n.q) for n in nodes],
                         line=dict(color="#333", width=2 if verdict == "not reached" else 1)),
@@ -122,12 +124,13 @@ def tree_figure(cycle, root_text: str = "context", hide: bool = False) -> go.Fig
                                  dash="dot", width=2), hoverinfo="skip", showlegend=False))
         fig.add_trace(go.Scatter(
             x=[x0 + 1], y=[y1], mode="markers+text", text=[label(cycle.new_text)], textposition="middle right",
-            name=f"{cycle.new_origin} (the target's own token)", marker=dict(size=15, color=NEW_COLORS[cycle.new_origin],
-                                                                          symbol="star", line=dict(color="#333", width=1)),
+            name=f"{cycle.new_origin} (the target's own token)",
+            marker=dict(size=15, color=NEW_COLORS[cycle.new_origin], symbol="star", line=dict(color="#333", width=1)),
             hovertext=[f"{cycle.new_origin}: {label(cycle.new_text)}, from the target's distribution at the end of "
                        "the accepted path (not drafted)"], hoverinfo="text"))
     fig.update_layout(xaxis=dict(title="depth (drafted position)", dtick=1), yaxis=dict(visible=False),
-                      height=max(260, 36 * (1 + sum(1 for n in cycle.nodes if not any(m.parent == n.index for m in cycle.nodes)))),
+                      height=max(260, 36 * (1 + sum(1 for n in cycle.nodes
+                                                    if not any(m.parent == n.index for m in cycle.nodes)))),
                       # legend above the nodes: below them Plotly puts it over the axis title
                       margin=dict(l=10, r=10, t=40, b=30),
                       legend=dict(orientation="h", x=1, xanchor="right", y=1.0, yanchor="bottom"))

@@ -18,7 +18,8 @@ def beam_vs_greedy(tokenizer, greedy_ids, greedy_lp, beam_ids, beam_lp, beams: i
     if list(greedy_ids) == list(beam_ids):
         return (f"Beam search and greedy chose the same sequence here: keeping {beams} hypotheses found nothing "
                 "likelier than greedy's locally best tokens (a wider beam, or another prompt, may).")
-    branch = next((i for i, (a, b) in enumerate(zip(greedy_ids, beam_ids)) if a != b), min(len(greedy_ids), len(beam_ids)))
+    branch = next((i for i, (a, b) in enumerate(zip(greedy_ids, beam_ids)) if a != b),
+                  min(len(greedy_ids), len(beam_ids)))
     # the sentence is shown as Markdown: escape the model's text
     shared = md_escape(tokenizer.decode(list(greedy_ids[:branch]))[-40:])
     g_tok = md_escape(tokenizer.decode([greedy_ids[branch]])) if branch < len(greedy_ids) else "(end)"

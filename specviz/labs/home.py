@@ -50,7 +50,8 @@ def side_by_side(models, ids: list[int], max_new: int = 32, beams: int = 3, k: i
         MethodRun(f"beam search (B = {beams})", b.text, len(b.token_ids), b.counters.target_passes, tb, b.logprob,
                   b.token_ids == g.token_ids,
                   f"one pass per step, each over {beams} beams (≈ {beams}× the compute of a greedy step)"),
-        MethodRun(f"speculative (K = {k}" + (f", {drafter_label})" if drafter_label else ")"), s.text, len(s.token_ids), c.target_passes, ts, None,
+        MethodRun(f"speculative (K = {k}" + (f", {drafter_label})" if drafter_label else ")"),
+                  s.text, len(s.token_ids), c.target_passes, ts, None,
                   s.token_ids == g.token_ids,
                   f"{c.mean_acceptance_length:.2f} tokens per verify pass, acceptance "
                   f"{c.acceptance_rate:.0%}" + (f", + {c.prefill_passes} prefill pass" if c.prefill_passes else "")),

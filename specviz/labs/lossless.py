@@ -92,7 +92,8 @@ def family_verdict(pvalues: list[float], alpha: float = 0.05) -> tuple[str, str]
             f"Token {i + 1}'s p-value, **{low:.3g}**, is {where} — the two samplers' tokens differ "
             f"more than sampling noise usually makes them differ. It is not yet proof that the rule is wrong: when "
             f"both samplers are the same, some run still rejects up to {alpha:.0%} of the time (1 run in "
-            f"{1 / alpha:.0f}: that is what the threshold allows). The honest check is to sample again with another seed "
+            f"{1 / alpha:.0f}: that is what the threshold allows). "
+            f"The honest check is to sample again with another seed "
             "and more samples: a real difference comes back, and more clearly with more samples; a chance one "
             "does not.")
     any_chance = 1 - (1 - alpha) ** m

@@ -30,7 +30,8 @@ def run(models, requests=REQUESTS, k: int = 4, max_new: int = 64, rounds: int = 
     for i in range(1, len(ids)):
         history = [ids[j] + outputs[j] for j in range(i)]
         runs[("plain greedy", i)] = lambda x=ids[i]: run_steps(plain_steps(target, tok, x, max_new))[1]
-        runs[("n-gram lookup", i)] = lambda x=ids[i]: run_steps(speculative_steps(target, make_drafter("ngram"), tok, x, max_new, k))[1]
+        runs[("n-gram lookup", i)] = lambda x=ids[i]: run_steps(
+            speculative_steps(target, make_drafter("ngram"), tok, x, max_new, k))[1]
         runs[("suffix decoding", i)] = lambda x=ids[i], h=history: run_steps(
             speculative_steps(target, make_drafter("suffix", history=h), tok, x, max_new, k))[1]
     timed_rounds({key: f for key, f in list(runs.items())[:3]}, 1)  # warm-up

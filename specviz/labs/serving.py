@@ -137,7 +137,8 @@ def step_parts(shape: ModelShape, device: Device, batch: int, tokens_per_seq: in
                bytes_per_value: int = 2) -> tuple[float, float]:
     """Roofline seconds of one step's linear layers and of its attention over the KV cache (a calculation)."""
     lin_bytes = shape.params * bytes_per_value
-    lin = max(lin_bytes / device.bandwidth, lin_bytes * linear_intensity(batch, tokens_per_seq, bytes_per_value) / device.flops)
+    lin = max(lin_bytes / device.bandwidth,
+              lin_bytes * linear_intensity(batch, tokens_per_seq, bytes_per_value) / device.flops)
     kv_bytes = batch * context * kv_bytes_per_token(shape, bytes_per_value)
     att = max(kv_bytes / device.bandwidth,
               kv_bytes * attention_intensity(shape, tokens_per_seq, bytes_per_value) / device.flops)

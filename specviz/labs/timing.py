@@ -47,7 +47,8 @@ class Forward:
         new = self.ids[:, -1:].expand(-1, n)
         if self.feature:  # a feature draft steps on states: its step reads its own h, as drafting does
             m, cache = self.model, self.model.new_cache()
-            states = torch.ones((*self.ids.shape, m.config.hidden_size * len(m.read_layers)), dtype=m.dtype, device=m.device)
+            states = torch.ones((*self.ids.shape, m.config.hidden_size * len(m.read_layers)),
+                                dtype=m.dtype, device=m.device)
             h, _ = m(self.ids, states, cache)
             t0 = time.perf_counter()
             m.head(m(new, h[:, -1:].expand(-1, n, -1), cache)[0])

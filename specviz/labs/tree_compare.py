@@ -69,7 +69,8 @@ def chain_vs_tree(target, tokenizer, ids: list[int], runs: dict, max_new: int, r
         rows.append({"name": name, "tokens": len(result.token_ids), "target passes": c.target_passes,
                      "verify passes": c.verify_passes if name in runs else len(events),
                      "positions per verify pass": statistics.mean(verify) if verify else 0.0,
-                     "seconds": statistics.median(seconds[name]), "seconds range": (min(seconds[name]), max(seconds[name])),
+                     "seconds": statistics.median(seconds[name]),
+                     "seconds range": (min(seconds[name]), max(seconds[name])),
                      "identical to greedy": result.token_ids == reference})
     return rows
 
@@ -124,7 +125,8 @@ def finding(rows: list[dict], curve: dict[int, dict]) -> dict:
         if tree is not None and r is not tree and r["name"] != "plain greedy" and r["tokens per verify pass"]:
             vs[r["name"]] = {"tau ratio": tree["tokens per verify pass"] / r["tokens per verify pass"],
                              "verify cost ratio here": tree["verify ms per token"] / r["verify ms per token"],
-                             "verify cost ratio flat v": tree["flat-v verify ms per token"] / r["flat-v verify ms per token"],
+                             "verify cost ratio flat v": tree["flat-v verify ms per token"]
+                                                         / r["flat-v verify ms per token"],
                              "wall clock ratio": tree["seconds"] / r["seconds"]}
     return {"largest n": xs[-1], "v largest / v1": curve[xs[-1]]["median"] / curve[xs[0]]["median"],
             "linear from": linear_from(curve), "fastest": min(rows, key=lambda r: r["seconds"])["name"],
@@ -158,7 +160,9 @@ def tree_benchmark(docs: pathlib.Path = DOCS) -> dict | None:
     date, name, bench, tree, chain = max(found, key=lambda x: (x[0], x[1]))
     n, d = map(int, re.fullmatch(r"spec eagle2 N=(\d+) D=(\d+)", tree).groups())
     t, c = bench["rows"][tree], bench["rows"][chain]
-    return {"file": name, "date": date, "prompts": len(bench.get("prompts", [])), "max_new_tokens": bench.get("max_new_tokens"),
+    return {"file": name, "date": date, "prompts": len(bench.get("prompts", [])),
+            "max_new_tokens": bench.get("max_new_tokens"),
             "tree": {"budget": n, "depth": d, "tau": t["mean_acceptance_length"], "speedup": t["vs_ours_greedy"]},
-            "chain": {"k": int(chain.rsplit("=", 1)[1]), "tau": c["mean_acceptance_length"], "speedup": c["vs_ours_greedy"]},
+            "chain": {"k": int(chain.rsplit("=", 1)[1]), "tau": c["mean_acceptance_length"],
+                      "speedup": c["vs_ours_greedy"]},
             "faster": "tree" if t["vs_ours_greedy"] > c["vs_ours_greedy"] else "chain"}

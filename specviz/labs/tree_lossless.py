@@ -241,11 +241,14 @@ def main(argv=None) -> None:
     texts = held_out_prompts()[::a.stride][:a.prompts]
     res = measure_typical_tv(models, [prompt_ids(models.tokenizer, t) for t in texts], a.epsilon, a.delta, a.budget,
                              a.depth)
-    res |= {"date": datetime.date.today().isoformat(), "stride": a.stride, "prompt_set": f"held_out_prompts()[::{a.stride}][:{a.prompts}] "
-            f"({len(texts)} held-out prompts, specviz.training.data), chat template", "heads": "models/medusa, shipped choices",
+    res |= {"date": datetime.date.today().isoformat(), "stride": a.stride,
+            "prompt_set": f"held_out_prompts()[::{a.stride}][:{a.prompts}] "
+                          f"({len(texts)} held-out prompts, specviz.training.data), chat template",
+            "heads": "models/medusa, shipped choices",
             "rule": "verify.verify_tree_typical: Medusa's evaluate_posterior (fast=True): the likeliest of the longest "
                     "passing paths, then the argmax of p",
-            "command": "python -m specviz.labs.tree_lossless " + " ".join(argv if argv is not None else __import__("sys").argv[1:])}
+            "command": "python -m specviz.labs.tree_lossless " + " ".join(argv if argv is not None
+                                                                          else __import__("sys").argv[1:])}
     pathlib.Path(a.out).write_text(json.dumps(res, indent=1) + "\n")
     print(json.dumps({k: v for k, v in res.items() if k != "typical_tv"}, indent=1))
 

@@ -122,7 +122,8 @@ def tokens_per_pass(rng: random.Random, seed: int) -> Drill:
         f"Each drafted token is accepted with probability $a = {a}$, independently. With $K = {k}$ drafts per cycle, "
         "how many tokens does one verify pass commit on average (the bonus or correction token included)?",
         dict(a=a, k=k), answer, 0.01,
-        f"$1 + a + \\dots + a^K = \\frac{{1 - a^{{K+1}}}}{{1 - a}} = \\frac{{1 - {a}^{{{k + 1}}}}}{{1 - {a}}} = {answer}$. "
+        f"$1 + a + \\dots + a^K = \\frac{{1 - a^{{K+1}}}}{{1 - a}} = "
+        f"\\frac{{1 - {a}^{{{k + 1}}}}}{{1 - {a}}} = {answer}$. "
         f"The ceiling is $K + 1 = {k + 1}$ (every draft accepted plus the bonus).",
         "pages/3_Speedup_lab.py")
 
@@ -137,7 +138,8 @@ def walltime(rng: random.Random, seed: int) -> Drill:
         f"$a = {a}$, $K = {k}$, a draft step costs $c = {c}$ of a target step, and the verify pass over K + 1 tokens "
         f"costs $v = {v:g}$ target steps. What walltime improvement over plain decoding do you expect?",
         dict(a=a, k=k, c=c, v=v), answer, 0.01,
-        f"Tokens per cycle $\\frac{{1 - a^{{K+1}}}}{{1 - a}} = {tokens:.3f}$; cost per cycle $Kc + v = {k}·{c} + {v:g} = "
+        f"Tokens per cycle $\\frac{{1 - a^{{K+1}}}}{{1 - a}} = {tokens:.3f}$; "
+        f"cost per cycle $Kc + v = {k}·{c} + {v:g} = "
         f"{k * c + v:.3f}$ target steps; improvement $= {tokens:.3f} / {k * c + v:.3f} = {answer}$×"
         + (" (v = 1 is Leviathan et al.'s formula: verification as cheap as one step)." if v == 1.0 else
            " (v > 1: the verify pass is not free, as on a CPU or at large batch)."),
@@ -319,9 +321,10 @@ def live_cycles(models, seed: int, drafter: str | None = None, max_cycles: int =
     prompt = LIVE_PROMPTS[seed % len(LIVE_PROMPTS)]
     ids = prompt_ids(models.tokenizer, prompt)
     cfg = SamplingConfig(1.0 if sampling else 0.0, 0, 1.0, seed)
-    layers = max(1, min(4, models.target.config.num_hidden_layers - 1))  # an early exit at 4 layers, or fewer on a small target
-    steps = speculative_steps(models.target, make_drafter(drafter, models, early_exit_layers=layers), models.tokenizer, ids,
-                              64, 4, cfg, False)
+    # an early exit at 4 layers, or fewer on a small target
+    layers = max(1, min(4, models.target.config.num_hidden_layers - 1))
+    steps = speculative_steps(models.target, make_drafter(drafter, models, early_exit_layers=layers),
+                              models.tokenizer, ids, 64, 4, cfg, False)
 
     def cycles():
         for n, cycle in enumerate(steps):
@@ -360,7 +363,8 @@ def live_accept(models, seed: int) -> Drill:
         dict(p=p, q=q, u=u, prompt=prompt, cycle=c.cycle, position=v.position), verdict, 0.0,
         f"$\\min(1, p/q) = \\min(1, {p}/{q}) = {min(1.0, p / q):.4f}$; $u = {u}$ is "
         f"{'below' if verdict == 'accept' else 'not below'} it: **{verdict}**. (The engine decided the same: "
-        f"{'accepted' if v.accepted else 'rejected'}.)", "pages/2_Speculative_decoding.py", "choice", ("accept", "reject"))
+        f"{'accepted' if v.accepted else 'rejected'}.)",
+        "pages/2_Speculative_decoding.py", "choice", ("accept", "reject"))
 
 
 def live_residual(models, seed: int) -> Drill:
@@ -465,11 +469,14 @@ KINDS: dict[str, Kind] = {k.name: k for k in [
     Kind("roofline-batch", "Where the roofline turns compute-bound", roofline_batch, page="pages/8_Serving_lab.py"),
     Kind("beam-rank", "Length penalty: which hypothesis wins", beam_rank, page="pages/1_Beam_search.py"),
     Kind("tree-walk", "Greedy walk of a draft tree", tree_walk, page="pages/7_Tree_speculation.py"),
-    Kind("live-accept", "Live: accept or reject a real draft token", live_accept, True, "pages/2_Speculative_decoding.py"),
-    Kind("live-residual", "Live: the residual of a real rejection", live_residual, True, "pages/2_Speculative_decoding.py"),
+    Kind("live-accept", "Live: accept or reject a real draft token", live_accept, True,
+         "pages/2_Speculative_decoding.py"),
+    Kind("live-residual", "Live: the residual of a real rejection", live_residual, True,
+         "pages/2_Speculative_decoding.py"),
     Kind("live-greedy-verify", "Live: greedy verification of a real cycle", live_greedy_verify, True,
          "pages/2_Speculative_decoding.py"),
-    Kind("live-beam-prune", "Live: which real beam candidates survive", live_beam_prune, True, "pages/1_Beam_search.py"),
+    Kind("live-beam-prune", "Live: which real beam candidates survive", live_beam_prune, True,
+         "pages/1_Beam_search.py"),
 ]}
 
 

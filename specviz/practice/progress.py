@@ -99,7 +99,8 @@ class Progress:
             box = min(box + 1, max(INTERVAL_DAYS)) if ok else 1
             db.execute("INSERT OR REPLACE INTO cards VALUES (?, ?, ?, ?, ?, ?)",
                        (learner, card, box, now + INTERVAL_DAYS[box] * 86400, seen + 1, right + ok))
-            db.execute("INSERT INTO answers (learner, card, score, at) VALUES (?, ?, ?, ?)", (learner, card, score, now))
+            db.execute("INSERT INTO answers (learner, card, score, at) VALUES (?, ?, ?, ?)",
+                       (learner, card, score, now))
         return box
 
     def cards(self, learner: int) -> dict[str, dict]:
@@ -121,7 +122,8 @@ class Progress:
     def missed(self, learner: int) -> set[str]:
         """Cards whose latest answer scored below RIGHT."""
         with self._db() as db:
-            rows = db.execute("SELECT card, score FROM answers WHERE learner = ? ORDER BY at, id", (learner,)).fetchall()
+            rows = db.execute("SELECT card, score FROM answers WHERE learner = ? ORDER BY at, id",
+                              (learner,)).fetchall()
         last = {}
         for card, score in rows:
             last[card] = score

@@ -229,8 +229,8 @@ def run_medusa(a: argparse.Namespace) -> int:
     t0 = time.time()
     target, tok = load_target()  # frozen: only its answers, states and head rows are read
     last = target.config.num_hidden_layers
-    records, states = medusa.cached_answers(pathlib.Path(a.data), medusa.training_prompts(a.seed, a.prompts), target, tok,
-                                            a.max_new_tokens, a.topk, a.gen_batch, log)
+    records, states = medusa.cached_answers(pathlib.Path(a.data), medusa.training_prompts(a.seed, a.prompts),
+                                            target, tok, a.max_new_tokens, a.topk, a.gen_batch, log)
     table = medusa.position_table(records, states, a.heads)
     log(f"data ready: {len(records)} answers, {table['x'].shape[0]} positions in {time.time() - t0:.0f} s")
     heads = medusa.untrained_heads(target, pathlib.Path(a.token_draft), a.heads)
@@ -241,7 +241,8 @@ def run_medusa(a: argparse.Namespace) -> int:
     out = pathlib.Path(a.out)
     meta = {"kind": "medusa", "num_heads": a.heads, "read_layer": last,
             "head_ids_from": os.path.relpath(pathlib.Path(a.token_draft).resolve(), out.resolve().parent),
-            "head": "the target's own tied LM-head rows for the token draft's 8192 reduced-head ids (frozen, not stored)",
+            "head": "the target's own tied LM-head rows for the token draft's "
+                    "8192 reduced-head ids (frozen, not stored)",
             "block": "x + SiLU(W x + b), W and b zero at the start", "dtype": "bfloat16",
             "choices": [list(p) for p in medusa.best_first_choices(acc, a.choices)],
             "choices_from": "best-first by the product of per-head top-i accuracy on 200 training answers",
@@ -249,7 +250,8 @@ def run_medusa(a: argparse.Namespace) -> int:
                       "max_new_tokens": a.max_new_tokens, "topk": a.topk, "loss": "top-k distillation per head",
                       "steps": steps, "batch_positions": a.batch, "lr": a.lr, "lr_schedule": "cosine to 0.1x",
                       "optimizer": "AdamW, weight decay 0, clip 1.0", "minutes": minutes, "seed": a.seed,
-                      "device": str(target.device), "threads": torch.get_num_threads(), "date": time.strftime("%Y-%m-%d")},
+                      "device": str(target.device), "threads": torch.get_num_threads(),
+                      "date": time.strftime("%Y-%m-%d")},
             "training_top_i_accuracy": [[round(float(x), 4) for x in row] for row in acc]}
     medusa.export_heads(heads, out, meta)
     shipped = load_medusa(target, out, packed=False)  # measured as shipped: bf16-rounded blocks

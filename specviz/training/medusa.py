@@ -106,7 +106,8 @@ def train_heads(heads: MedusaHeads, table: dict, steps: int, lr: float, batch: i
 
 
 @torch.inference_mode()
-def head_accuracy(heads: MedusaHeads, states: torch.Tensor, answer_start: int, seq: list[int], k: int = 10) -> torch.Tensor:
+def head_accuracy(heads: MedusaHeads, states: torch.Tensor, answer_start: int, seq: list[int],
+                  k: int = 10) -> torch.Tensor:
     """(H, k + 1) counts over the states f_t of one sequence (t >= answer_start - 2; seq is the target's
     own greedy text, states its final states): [h, i] for i < k counts the f_t whose head h+1's i-th
     candidate is x_{t+2+h}, the token the target wrote there; [h, k] counts the f_t tried. Summed over
@@ -203,7 +204,8 @@ def export_heads(heads: MedusaHeads, out: pathlib.Path, meta: dict) -> None:
 
 
 @torch.inference_mode()
-def answers_with_states(target, tok, prompt_list: list[str], max_new: int, topk: int) -> tuple[list[dict], list[torch.Tensor]]:
+def answers_with_states(target, tok, prompt_list: list[str], max_new: int,
+                        topk: int) -> tuple[list[dict], list[torch.Tensor]]:
     """The target's greedy answers to prompt_list (one batch, left-padded), then ONE teacher-forced pass
     per answer giving both its top-k soft labels (data.py's record format) and its final states (fp16):
     the soft-label pass and the state pass of the other drafts' recipe, fused (on a 2-core CPU each pass
