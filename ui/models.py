@@ -39,7 +39,8 @@ SUPPORT = {  # every page of ui/registry.py, and Home (""): a test holds that no
     "pages/3_Speedup_lab.py": Support("the formulas, and timed runs with a draft model, n-gram lookup or early exit",
                                       embedded_only=FEATURE),
     "pages/11_Where_speedup_goes.py": Support("one run with a draft model, n-gram lookup or early exit, in serving "
-                                              "systems' units, under five acceptance rules, fp32 vs bf16",
+                                              "systems' units, fp32 vs bf16", needs_draft="the dynamic-K policies "
+                                              "and the acceptance rules (they read a draft model's q)",
                                               embedded_only=FEATURE),
     "pages/4_Lossless_lab.py": Support("the toy p and q, and the real-model test "
                                        "(with the draft model, else early exit)"),

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from specviz.errors import SpecVizError
 from specviz.drafters.base import Drafter, TreeDrafter
+from specviz.drafters.confidence import ConfidenceStopDrafter
 from specviz.drafters.eagle2 import EAGLE2_LABEL, Eagle2Drafter
 from specviz.drafters.early_exit import early_exit_drafter, early_exit_model
 from specviz.drafters.feature import FeatureDrafter
@@ -16,9 +17,9 @@ from specviz.drafters.ngram import NgramDrafter
 from specviz.drafters.staged import StagedDrafter
 from specviz.drafters.suffix import SuffixDrafter
 
-__all__ = ["Drafter", "Eagle2Drafter", "FeatureDrafter", "MedusaDrafter", "ModelDrafter", "NgramDrafter",
-           "StagedDrafter", "SuffixDrafter", "early_exit_drafter",
-           "early_exit_model", "KINDS", "LABELS", "TreeDrafter", "drafter_choices", "make_drafter"]
+__all__ = ["ConfidenceStopDrafter", "Drafter", "Eagle2Drafter", "FeatureDrafter", "MedusaDrafter", "ModelDrafter",
+           "NgramDrafter", "StagedDrafter", "SuffixDrafter", "early_exit_drafter", "early_exit_model", "KINDS",
+           "LABELS", "TreeDrafter", "drafter_choices", "make_drafter"]
 
 FEATURE_LABEL = "feature draft (EAGLE-style)"
 TOKEN_LABEL = "token draft"
@@ -49,6 +50,10 @@ KINDS: dict[str, Kind] = {
     "suffix": Kind("suffix decoding", lambda m, t, o: SuffixDrafter(o.get("history"))),
     "staged": Kind("staged: n-gram → token draft", lambda m, t, o: StagedDrafter(m.draft), "draft",
                    "The staged drafter needs a draft model: none is loaded."),
+    "confidence": Kind("token draft, confidence stop",
+                       lambda m, t, o: ConfidenceStopDrafter(m.draft, o.get("threshold", 0.5),
+                                                             o.get("keep_crossing", False)),
+                       "draft", "The confidence stop drafts with a draft model: none is loaded."),
     "eagle2": Kind(EAGLE2_LABEL, lambda m, t, o: Eagle2Drafter(m.feature_draft), "feature_draft",
                    f"The EAGLE-2 tree needs the feature draft, which {EMBEDDED_ONLY}.", tree=True),
     "medusa": Kind(MEDUSA_LABEL, lambda m, t, o: MedusaDrafter(m.medusa, o.get("choices")), "medusa",

@@ -17,15 +17,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import torch
 
-from specviz.drafters import ModelDrafter
+from specviz.drafters import make_drafter
 from specviz.engine.plain import plain_steps
 from specviz.engine.speculative import speculative_steps
 from specviz.engine.step import eos_ids, run_steps
-from specviz.labs.measure import forward_ms, verify_cost_profile
-from specviz.sampling import SamplingConfig, choose, distribution, warpers
+from specviz.labs.measure import verify_cost_profile
+from specviz.labs.timing import forward_ms
 
 
 @dataclass(frozen=True)
@@ -47,32 +48,6 @@ def default_policies(k: int, threshold: float) -> list[Policy]:
                    label=f"llama.cpp<br>p-min {threshold:g}"),
             Policy(f"confidence stop, transformers threshold {threshold:g} (K ≤ 16)", "confidence", 16, threshold,
                    keep_crossing=True, label=f"transformers<br>threshold {threshold:g}")]
-
-
-class ConfidenceStopDrafter(ModelDrafter):
-    """A token draft that stops drafting when its top probability falls below `threshold` (greedy drafting: the top
-    probability is the drafted token's). keep_crossing=False: that token is not proposed (llama.cpp); True: it is
-    proposed, then drafting stops (transformers' ConfidenceCriteria, checked after the token is generated)."""
-
-    def __init__(self, model, threshold: float, keep_crossing: bool = False, name: str = "token draft, confidence stop"):
-        super().__init__(model, name)
-        self.threshold, self.keep_crossing = threshold, keep_crossing
-
-    def propose(self, ids: list[int], k: int, cfg: SamplingConfig, gen: torch.Generator):
-        ctx, tokens, qs = list(ids), [], []
-        procs = warpers(cfg)
-        for _ in range(k):
-            q = distribution(self.stepper.logits(ctx, 1), cfg, procs)[0].cpu()
-            x = choose(q, cfg, gen)
-            low = float(q.max()) < self.threshold
-            if low and not self.keep_crossing:
-                break
-            tokens.append(x)
-            qs.append(q)
-            ctx.append(x)
-            if low:
-                break
-        return tokens, (torch.stack(qs) if qs else None)
 
 
 @torch.no_grad()
@@ -140,9 +115,11 @@ def predicted_seconds(cycles: list[dict], t_draft: float, t_1: float, v) -> floa
 
 
 def drafter_for(policy: Policy, draft_model):
+    """The registry's drafter for a policy on this draft model: the token draft, or its confidence stop."""
+    models = SimpleNamespace(draft=draft_model, draft_name="token draft")
     if policy.kind == "confidence":
-        return ConfidenceStopDrafter(draft_model, policy.threshold, policy.keep_crossing)
-    return ModelDrafter(draft_model)
+        return make_drafter("confidence", models, threshold=policy.threshold, keep_crossing=policy.keep_crossing)
+    return make_drafter("token", models)
 
 
 def engine_run(policy: Policy, target, draft_model, tokenizer, prompt: list[int], max_new: int):
@@ -156,7 +133,7 @@ def engine_run(policy: Policy, target, draft_model, tokenizer, prompt: list[int]
 
 def costs(target, draft, ctx: list[int], k_max: int = 16) -> dict:
     """What the prediction charges: t_d (one draft step), t_1 (one target step) and v(k) (a k + 1-position verify
-    pass over t_1), measured here (labs.measure: fastest of repeated forwards)."""
+    pass over t_1), measured here by the one timer (labs/timing.py: medians)."""
     prof = verify_cost_profile(target, ctx, ks=range(1, k_max + 1), repeats=3)
     return {"t_draft_s": forward_ms(draft, ctx, 1, repeats=5) / 1000, "t1_s": prof["t1_ms"] / 1000, "v": prof["v"],
             "noisy": prof["noisy"]}
