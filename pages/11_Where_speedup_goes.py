@@ -38,7 +38,8 @@ max_new = slider(c3, "New tokens", "ws_max", 16, 96, 48)
 
 @st.cache_resource(show_spinner=False, max_entries=8)
 def recorded(model_key, ids: tuple, kind: str, k: int, n: int) -> dict:
-    return knobs.record(models.target, make_drafter(kind, models, early_exit_layers=4), models.tokenizer, list(ids), n, k)
+    return knobs.record(models.target, make_drafter(kind, models, early_exit_layers=4), models.tokenizer, list(ids),
+                        n, k)
 
 
 with st.spinner("Recording a greedy speculative run…"):
@@ -65,7 +66,8 @@ st.markdown("**Their metrics, computed from this run's counters.** The same run 
             "different names: mind whether the bonus token counts, and what a rate is divided by.")
 st.table(pd.DataFrame([{"system": r["system"], "metric": r["metric"], "this run": r["shown"],
                         "bonus token counted": r["bonus"], "definition (and where)": f"{r['definition']} "
-                        f"[{breakable(r['source'])}]", "here": r["app"]} for r in knobs.metrics_on(c)]).set_index("system"))
+                        f"[{breakable(r['source'])}]", "here": r["app"]}
+                       for r in knobs.metrics_on(c)]).set_index("system"))
 st.caption("vLLM's per-position rate divides by every draft (it can only fall with the position); "
            "the Speedup lab's acceptance by position divides by the drafts that reached the position. "
            "`tests/test_knobs.py` re-counts each system's metric the way its code does, from a recorded run, and "
@@ -118,7 +120,8 @@ else:
                f"{cost['t1_s'] * 1000:.1f} ms, v(4) = {cost['v'].get(4, float('nan')):.2f}"
                + (" (noisy: other work shares these cores)" if cost["noisy"] else "") + ". "
                + ("Measured: one timed run each, plain greedy " + f"{measured['plain_s']:.2f} s; the engine's cycles "
-                  + ("match the replay's in every policy." if PO.replay_matches(rows, measured) else "differ from the replay's in some policy: rounding parted the outputs (see bit-exact below).")
+                  + ("match the replay's in every policy." if PO.replay_matches(rows, measured)
+                     else "differ from the replay's in some policy: rounding parted the outputs (see bit-exact below).")
                   if measured else "The button runs each policy for real to put measured speedups beside these."))
 
 # ---------------------------------------------------------------- item 5: acceptance rules side by side
@@ -159,8 +162,8 @@ else:
             "token X ~ q with an emitted token Y ~ p and accepts when X = Y. For *any* such pairing "
             "P(X = Y) = Σₓ P(X = Y = x) ≤ Σₓ min(q(x), p(x)) = 1 − TV(p, q). Rejection sampling reaches that bound; "
             "exact match pairs them independently, Σ p·q, less term by term (p·q ≤ min(p, q)). Even a perfect draft "
-            "(q = p) is accepted only Σ p² of the time under exact match, always under rejection sampling: the self-draft "
-            "bars are that perfect draft, so read them against 1, not against the token draft's blue bars.")
+            "(q = p) is accepted only Σ p² of the time under exact match, always under rejection sampling: the "
+            "self-draft bars are that perfect draft, so read them against 1, not against the token draft's blue bars.")
 
 # ---------------------------------------------------------------- item 6: bit-exact vs distribution-lossless
 st.subheader("Bit-exact vs distribution-lossless")
@@ -196,5 +199,5 @@ if res:
         f"{name} {res['seconds'][name]:.1f}" for name in RUNS) + ". The margins are read in one pass over the text "
         "(a third kernel shape), so they are the margins to within those last bits. A pair that never parts was "
         "bit-identical on this prompt; where one parts, compare the margin there with the rest of the text. From "
-        "there on the two texts differ, however much later tokens agree. Both outputs are correct greedy decodes of their own "
-        "arithmetic: this is rounding, not a bug in the acceptance rule.")
+        "there on the two texts differ, however much later tokens agree. Both outputs are correct greedy decodes of "
+        "their own arithmetic: this is rounding, not a bug in the acceptance rule.")

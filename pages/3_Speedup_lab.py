@@ -103,8 +103,8 @@ if measured:
     elif abs(a - measured["a"]) > 0.005 or abs(c - measured["c"]) > 0.0005:
         # the point comes from another a and c than the curves: say so, or it reads as off every curve
         u2.caption(f"The curves are drawn at the sliders' a = {a:g}, c = {c:g}; the red point is a run with "
-                   f"a = {measured['a']:.2f}, c = {measured['c']:.3f}, so it need not sit on them. The button draws the "
-                   "estimate at the run's own a, c and v.")
+                   f"a = {measured['a']:.2f}, c = {measured['c']:.3f}, so it need not sit on them. The button draws "
+                   "the estimate at the run's own a, c and v.")
 
 st.subheader("Measure it on the current prompt")
 models = get_models(settings)
@@ -151,9 +151,10 @@ if measured:
         chart(breakdown_waterfall(r["breakdown"], f"Where the {r['speedup']:.2f}× goes (every factor from this run)"),
               key="sl_breakdown")
         st.caption("Left to right: the tokens one verify pass committed (the speedup if drafting and verifying cost "
-                   "nothing), then the draft's K steps (÷ (1 + Kc)), then the verify pass at its measured cost v instead "
-                   "of one step, then everything the formula leaves out (sampling, Python per step, cache crops, a "
-                   "drafter's prefill), measured as what remains. The factors multiply to the measured speedup.")
+                   "nothing), then the draft's K steps (÷ (1 + Kc)), then the verify pass at its measured cost v "
+                   "instead of one step, then everything the formula leaves out (sampling, Python per step, cache "
+                   "crops, a drafter's prefill), measured as what remains. The factors multiply to the measured "
+                   "speedup.")
     rates = []
     for x in r["per_position"] or []:  # the positions this run reached
         if x is None:

@@ -33,13 +33,15 @@ def page():
 def test_knobs_metrics_and_rules_at_defaults_and_extremes(page):
     at = page
     knob_table, metric_table = at.table[0].value, at.table[1].value
-    assert len(knob_table) == len(knobs.knob_rows()) and knob_table["what the source says (and where)"].str.contains(r"\[.*(?:github|docs|nvidia)").all()
+    assert len(knob_table) == len(knobs.knob_rows())
+    assert knob_table["what the source says (and where)"].str.contains(r"\[.*(?:github|docs|nvidia)").all()
     assert {"vLLM", "SGLang", "llama.cpp", "transformers", "TensorRT-LLM"} <= set(knob_table.index)
     shown = dict(zip(metric_table["metric"], metric_table["this run"]))
     assert all(v != "–" for v in shown.values()), shown  # the recorded run gives every metric a value
     # the page's numbers are the run's: tokens per verify pass (EAGLE's tau) as the summary line counts it
     summary = next(m.value for m in at.markdown if "verify passes" in m.value)
-    tokens, passes = (int(summary.split(": ")[1].split(" tokens")[0]), int(summary.split(" in ")[1].split(" verify")[0]))
+    tokens = int(summary.split(": ")[1].split(" tokens")[0])
+    passes = int(summary.split(" in ")[1].split(" verify")[0])
     tau = next(v for k, v in shown.items() if k.startswith("tokens per verify pass"))
     assert float(tau) == pytest.approx(tokens / passes, abs=5e-4)
 
@@ -108,7 +110,8 @@ def test_dynamic_k_policies_replayed_and_measured(page):
     at.slider(key="ws_theta").set_value(0.95).run()
     no_errors(at)
     high = chart(at, "ws_policies")["data"][0]
-    assert high["x"][2] == "llama.cpp<br>p-min 0.95" and high["y"][:2] == low["y"][:2]  # fixed K and the heuristic ignore it
+    # fixed K and the heuristic ignore the threshold
+    assert high["x"][2] == "llama.cpp<br>p-min 0.95" and high["y"][:2] == low["y"][:2]
     drafted = lambda d, i: d["customdata"][i][1]  # noqa: E731
     assert drafted(high, 2) < drafted(low, 2) and drafted(high, 3) <= drafted(low, 3)
     at.button(key="ws_policies_run").click().run()
