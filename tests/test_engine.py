@@ -127,6 +127,7 @@ def test_beam_finishes_on_eos_like_transformers(tiny_llama):
     assert early_stops >= 20 and finished_early >= 20 and refills >= 3, (early_stops, finished_early, refills)
 
 
+@pytest.mark.fast  # model-free
 def test_beam_candidate_count_matches_transformers():
     from specviz.engine.beam import candidates_per_step
     assert [candidates_per_step(4, n) for n in (0, 1, 2, 3)] == [8, 8, 12, 16]  # max(2, 1 + #EOS) * B
@@ -168,6 +169,7 @@ def test_rollback_equals_fresh_prefill(embedded):
     assert cycle.target_cache.before > cycle.target_cache.after
 
 
+@pytest.mark.fast  # model-free
 def test_ngram_proposes_latest_continuation():
     d = NgramDrafter(max_ngram=2)
     ids = [5, 6, 7, 8, 1, 5, 6, 9, 1, 5, 6]

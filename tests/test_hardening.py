@@ -143,6 +143,7 @@ def test_too_big_model_is_refused_before_loading(tmp_path):
         load_model(tmp_path, pick_device("cpu"))
 
 
+@pytest.mark.fast  # model-free
 def test_trust_remote_code_is_never_enabled():
     for path in (ROOT / "specviz").rglob("*.py"):
         assert "trust_remote_code=True" not in path.read_text(), path

@@ -25,6 +25,7 @@ CHOICES = ((0,), (1,), (0, 0), (0, 1), (1, 0), (0, 0, 0))
 
 
 # ---------------------------------------------------------------- choices -> tree (no model)
+@pytest.mark.fast  # model-free
 def test_choices_give_the_known_tree():
     paths = tree_from_choices(CHOICES, budget=99, depth=9)
     assert paths == [(0,), (1,), (0, 0), (0, 1), (1, 0), (0, 0, 0)]
@@ -39,12 +40,14 @@ def test_choices_give_the_known_tree():
     assert tree.ancestry()[5].tolist() == [True, False, True, False, False, True]
 
 
+@pytest.mark.fast  # model-free
 def test_choices_truncated_to_budget_and_depth_stay_a_tree():
     assert tree_from_choices(CHOICES, budget=3, depth=9) == [(0,), (1,), (0, 0)]
     assert tree_from_choices(CHOICES, budget=99, depth=1) == [(0,), (1,)]
 
 
 
+@pytest.mark.fast  # model-free
 def test_choices_do_not_depend_on_the_lists_order():
     """A child listed before its parent was silently dropped (kept only when its parent was already kept);
     Medusa sorts the list by (length, path) before building its tree."""
@@ -110,6 +113,7 @@ def test_hostile_choices_text_is_one_line_not_a_crash(text, needle):
     assert needle.lower() in message.lower(), message
 
 
+@pytest.mark.fast  # model-free
 def test_a_long_hostile_text_is_refused_before_it_is_read():
     start = time.perf_counter()
     for n in (5_000, 100_000, 10_000_000):
@@ -119,6 +123,7 @@ def test_a_long_hostile_text_is_refused_before_it_is_read():
 
 
 # ---------------------------------------------------------------- typical acceptance (no model)
+@pytest.mark.fast  # model-free
 def test_typical_accepts_a_token_the_exact_rule_rejects_with_positive_probability():
     p = torch.tensor([[0.5, 0.3, 0.2], [0.2, 0.3, 0.5]])
     tree = TokenTree((1,), (-1,))  # one drafted token, 1, deterministic (one-hot q)
@@ -134,6 +139,7 @@ def test_typical_accepts_a_token_the_exact_rule_rejects_with_positive_probabilit
     assert first_token_tv(tree, p, (0.09, 0.3)) == pytest.approx(0.7)
 
 
+@pytest.mark.fast  # model-free
 def test_typical_keeps_the_longest_passing_path_and_rejects_unlikely_tokens():
     # rows: the root, then nodes 0..3. Root children 1 (p 0.55) and 2 (p 0.4) both pass (threshold 0.258);
     # under 1 the child 1 has p 0.05 (fails), under 2 the child 2 has p 0.8 (passes)
@@ -147,6 +153,7 @@ def test_typical_keeps_the_longest_passing_path_and_rejects_unlikely_tokens():
     assert verify_tree_typical(TokenTree((1,), (-1,)), low, False, torch.Generator(), (0.09, 0.3)).path == ()
 
 
+@pytest.mark.fast  # model-free
 def test_typical_breaks_ties_by_likelihood_and_ends_with_the_argmax_as_medusa_does():
     """evaluate_posterior (fast=True, medusa_generate's default): among the longest passing paths the one with
     the highest sum of log p; the next token is the base head's argmax, at every seed (no draw from p)."""
@@ -167,6 +174,7 @@ def test_typical_breaks_ties_by_likelihood_and_ends_with_the_argmax_as_medusa_do
     assert first_token_distribution(TokenTree((2,), (-1,)), flat, (0.3, 1.0)).tolist() == [1.0, 0.0, 0.0]
 
 
+@pytest.mark.fast  # model-free
 def test_typical_under_greedy_is_exact_match():
     """At temperature 0 Medusa's evaluate_posterior takes the exact-match branch: a non-argmax token that clears
     the typical threshold is NOT accepted, so greedy + typical stays plain greedy."""

@@ -40,6 +40,7 @@ def test_the_server_process_does_not_spin():
     assert app < 0.8 < plain, f"cpu/wall with the app's setting {app:.2f}, without {plain:.2f}"
 
 
+@pytest.mark.fast  # model-free
 def test_app_imports_ui_before_anything_that_loads_torch():
     """libgomp reads the policy once, when torch loads: app.py (the entry point every page runs after) must import
     the ui package before any module that imports torch."""

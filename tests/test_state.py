@@ -85,6 +85,7 @@ def test_choosing_a_custom_prompt_shows_your_own_prompt():
     assert at.selectbox(key="w_choice").value == "Your own prompt"
 
 
+@pytest.mark.fast  # model-free
 def test_figures_are_built_once_for_the_same_events():
     from ui.charts import Figures
 

@@ -15,6 +15,7 @@ from specviz.verify import TokenTree
 PARENTS = (-1, -1, 0, 0, 2, 1)
 
 
+@pytest.mark.fast  # model-free
 def test_mask_and_position_ids_of_a_known_tree():
     tree = TokenTree((10, 11, 12, 13, 14, 15), PARENTS)
     assert tree.depths == [1, 1, 2, 2, 3, 2]
@@ -36,6 +37,7 @@ def test_mask_and_position_ids_of_a_known_tree():
     assert allowed[2:, 5:7].all()  # every node sees the whole context
 
 
+@pytest.mark.fast  # model-free
 def test_bad_trees_are_refused():
     with pytest.raises(ValueError):
         TokenTree((1, 2), (1, -1))  # a parent after its child

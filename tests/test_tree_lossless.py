@@ -71,6 +71,7 @@ def test_a_broken_rule_fails_the_same_test(tables, monkeypatch):
 
 
 # ---------------------------------------------------------------- the page's verdict sentences (no model)
+@pytest.mark.fast  # model-free
 def test_noise_tv_is_what_an_exact_sampler_leaves():
     import random
 
@@ -88,6 +89,7 @@ def test_noise_tv_is_what_an_exact_sampler_leaves():
     assert noise_tv(probs, n) == pytest.approx(sum(sims) / len(sims), rel=0.03)
 
 
+@pytest.mark.fast  # model-free
 def test_the_verdict_is_worded_from_the_p_value():
     """'(sampling noise alone at n = ...)' was printed whatever the p-value."""
     from specviz.labs.tree_lossless import fit_verdict
