@@ -34,19 +34,37 @@ def test_greedy_equals_transformers(embedded, references, prompt):
     assert result.counters.target_passes == len(result.token_ids)
 
 
+def check_every_k(model, tok, drafter, ids, ks, reference) -> int:
+    """Speculative greedy at each K equals the reference; returns the drafts accepted over all of them."""
+    accepted = 0
+    for k in ks:
+        events, result = run_steps(speculative_steps(model, drafter(), tok, ids, N, k=k))
+        assert result.token_ids == reference, k
+        assert [t for cycle in events for t in cycle.emitted] == result.token_ids
+        assert result.counters.target_passes == len(events)
+        assert all(c.k <= k for c in events)
+        accepted += result.counters.accepted
+    return accepted
+
+
 @pytest.mark.parametrize("drafter_kind", ["ngram", "model"])
-def test_speculative_greedy_equals_transformers_every_k(models, references, drafter_kind):
+def test_speculative_greedy_equals_transformers_every_k(tiny_llama, drafter_kind):
+    """Every K from 1 to 8 on a tiny Llama (exactness does not depend on the model's size: the sweep is cheap there)."""
+    model, tok = tiny_llama
+    accepted = 0
+    for ids in ([1, 500, 600, 700, 500, 600, 700, 500], [1, 42, 43, 44, 45, 42, 43]):
+        drafter = NgramDrafter if drafter_kind == "ngram" else (lambda: ModelDrafter(early_exit_model(model, 1)))
+        accepted += check_every_k(model, tok, drafter, ids, range(1, 9), hf_greedy(model, ids, N))
+    assert accepted > 0  # drafts were accepted, so the sweep tests acceptance and rollback, not only corrections
+
+
+@pytest.mark.parametrize("drafter_kind", ["ngram", "model"])
+def test_speculative_greedy_equals_transformers_on_the_embedded_model(models, references, drafter_kind):
+    """The real model at K = 1, 4, 8 (the whole sweep runs on the tiny model above)."""
     model, tok = models.target, models.tokenizer
     draft = models.draft if models.draft is not None else early_exit_model(model, 6)
-    for prompt in PROMPTS[:2]:
-        for k in range(1, 9):
-            drafter = NgramDrafter() if drafter_kind == "ngram" else ModelDrafter(draft)
-            events, result = run_steps(speculative_steps(model, drafter, tok, chat(tok, prompt), N, k=k))
-            assert result.token_ids == references[prompt], (prompt, k)
-            replay = [t for cycle in events for t in cycle.emitted]
-            assert replay == result.token_ids
-            assert result.counters.target_passes == len(events)
-            assert all(c.k <= k for c in events)
+    drafter = NgramDrafter if drafter_kind == "ngram" else (lambda: ModelDrafter(draft))
+    assert check_every_k(model, tok, drafter, chat(tok, PROMPTS[1]), (1, 4, 8), references[PROMPTS[1]]) > 0
 
 
 def test_dynamic_k_stays_exact_and_moves(models, references):
