@@ -32,6 +32,23 @@ def models():
     return load_models()
 
 
+@pytest.fixture(scope="session")
+def greedy(embedded):
+    """THE greedy reference, computed once per session per prompt: transformers' generate() on the embedded target
+    (an implementation independent of ours). greedy(ids, n): the first n tokens; a shorter n is a prefix of a
+    longer run, so every module asking for the same prompt shares one generate()."""
+    model, _ = embedded
+    done: dict[tuple, tuple[list[int], bool]] = {}
+
+    def reference(ids, n: int) -> list[int]:
+        have = done.get(tuple(ids))
+        if have is None or (len(have[0]) < n and not have[1]):
+            out = model.generate(torch.tensor([list(ids)]), max_new_tokens=n, do_sample=False)[0, len(ids):].tolist()
+            have = done[tuple(ids)] = (out, len(out) < n)  # shorter than asked: it ended (EOS)
+        return have[0][:n]
+    return reference
+
+
 def chat(tok, text):
     from specviz.prompting import prompt_ids
 

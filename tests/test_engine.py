@@ -20,9 +20,9 @@ def hf_greedy(model, ids, n):
 
 
 @pytest.fixture(scope="module")
-def references(embedded):
-    model, tok = embedded
-    return {p: hf_greedy(model, chat(tok, p), N) for p in PROMPTS}
+def references(embedded, greedy):
+    tok = embedded[1]
+    return {p: greedy(chat(tok, p), N) for p in PROMPTS}
 
 
 @pytest.mark.parametrize("prompt", PROMPTS)

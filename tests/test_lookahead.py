@@ -10,7 +10,6 @@ from streamlit.testing.v1 import AppTest
 from conftest import chat
 from specviz.errors import SpecVizError
 from specviz.engine.lookahead import NgramPool, agreed, jacobi_steps, lookahead_inputs, lookahead_steps
-from specviz.engine.plain import plain_steps
 from specviz.engine.step import run_steps
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
@@ -65,19 +64,19 @@ PROMPTS = ["Count from one to twenty in words.", "Write a Python function that a
 
 
 @pytest.mark.parametrize("prompt", PROMPTS)
-def test_greedy_identity_for_several_windows(embedded, prompt):
+def test_greedy_identity_for_several_windows(embedded, greedy, prompt):
     model, tok = embedded
     ids = chat(tok, prompt)
-    _, ref = run_steps(plain_steps(model, tok, ids, 48))
+    ref = greedy(ids, 48)
     for w, n, g in [(5, 4, 5), (3, 2, 3), (1, 3, 1), (4, 5, 0), (6, 3, 8)]:
         events, got = run_steps(lookahead_steps(model, tok, ids, 48, w, n, g))
-        assert got.token_ids == ref.token_ids, (w, n, g)
+        assert got.token_ids == ref, (w, n, g)
         assert got.counters.target_passes == len(events)
-        assert sum(len(e.emitted) for e in events) == len(ref.token_ids)
+        assert sum(len(e.emitted) for e in events) == len(ref)
         if g == 0:
-            assert got.counters.target_passes == len(ref.token_ids)  # nothing to verify: one token a pass
+            assert got.counters.target_passes == len(ref)  # nothing to verify: one token a pass
     _, jac = run_steps(jacobi_steps(model, tok, ids, 48, 5))
-    assert jac.token_ids == ref.token_ids
+    assert jac.token_ids == ref
 
 
 def test_pool_makes_lookahead_gain_over_plain_jacobi(embedded):

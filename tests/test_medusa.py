@@ -203,13 +203,8 @@ N = 24
 
 
 @pytest.fixture(scope="module")
-def references(models):
-    tok = models.tokenizer
-    out = []
-    for text in PROMPTS:
-        ids = chat(tok, text)
-        out.append((ids, run_steps(plain_steps(models.target, tok, ids, N))[1].token_ids))
-    return out
+def references(models, greedy):
+    return [(chat(models.tokenizer, text), greedy(chat(models.tokenizer, text), N)) for text in PROMPTS]
 
 
 def test_shipped_heads_load_with_their_default_tree(models):

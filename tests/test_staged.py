@@ -2,7 +2,6 @@
 gets exactly the token draft's tokens (greedy), for fewer draft forwards on text that repeats itself."""
 from conftest import chat
 from specviz.drafters import ModelDrafter, StagedDrafter
-from specviz.engine.plain import plain_steps
 from specviz.engine.speculative import speculative_steps
 from specviz.engine.step import run_steps
 
@@ -10,14 +9,14 @@ REFACTOR = ("Add type hints to this function and return the whole function:\n\nd
             "    total = 0\n    for value in values:\n        total = total + value\n    return total / len(values)\n")
 
 
-def test_staged_drafts_the_token_drafts_tokens_with_fewer_draft_passes(models):
+def test_staged_drafts_the_token_drafts_tokens_with_fewer_draft_passes(models, greedy):
     target, tok = models.target, models.tokenizer
     ids = chat(tok, REFACTOR)
-    plain = run_steps(plain_steps(target, tok, ids, 48))[1]
+    plain_ids = greedy(ids, 48)
     token_cycles, token = run_steps(speculative_steps(target, ModelDrafter(models.draft), tok, ids, 48, 6))
     staged_drafter = StagedDrafter(models.draft)
     staged_cycles, staged = run_steps(speculative_steps(target, staged_drafter, tok, ids, 48, 6))
-    assert staged.token_ids == token.token_ids == plain.token_ids
+    assert staged.token_ids == token.token_ids == plain_ids
     # the same draft tokens cycle by cycle: the first stage changes the cost, not the proposal (q agrees up to
     # the float differences of a multi-row forward)
     assert [[d.token for d in c.drafts] for c in staged_cycles] == [[d.token for d in c.drafts] for c in token_cycles]

@@ -5,7 +5,6 @@ import pytest
 
 from conftest import chat
 from specviz.drafters import make_drafter
-from specviz.engine.plain import plain_steps
 from specviz.sampling import SamplingConfig
 from specviz.engine.step import run_steps
 from specviz.engine.tree import tree_speculative_steps
@@ -15,10 +14,9 @@ N = 24
 
 
 @pytest.fixture(scope="module")
-def reference(models):
-    tok = models.tokenizer
-    ids = chat(tok, PROMPT)
-    return ids, run_steps(plain_steps(models.target, tok, ids, N))[1].token_ids
+def reference(models, greedy):
+    ids = chat(models.tokenizer, PROMPT)
+    return ids, greedy(ids, N)
 
 
 CASES = [("eagle2", 16, 6, 1), ("eagle2", 8, 3, 1), ("eagle2", 4, 1, 1), ("feature", 99, 1, 2),
