@@ -64,7 +64,8 @@ def test_speculative_greedy_equals_transformers_on_the_embedded_model(models, re
     model, tok = models.target, models.tokenizer
     draft = models.draft if models.draft is not None else early_exit_model(model, 6)
     drafter = NgramDrafter if drafter_kind == "ngram" else (lambda: ModelDrafter(draft))
-    assert check_every_k(model, tok, drafter, chat(tok, PROMPTS[1]), (1, 4, 8), references[PROMPTS[1]]) > 0
+    accepted = check_every_k(model, tok, drafter, chat(tok, PROMPTS[1]), (1, 4, 8), references[PROMPTS[1]])
+    assert accepted > 0 or drafter_kind == "ngram"  # the prompt's answer repeats nothing: lookup may find no match
 
 
 def test_dynamic_k_stays_exact_and_moves(models, references):

@@ -60,4 +60,4 @@ def test_a_choice_drill_and_a_live_drill():
     next(b for b in at.button if b.label.startswith("Check")).click().run()
     assert "not counted" in at.success[0].value and at.session_state["dr_history"][-1][2] is False
     at.selectbox(key="dr_choice").set_value("Live: accept or reject a real draft token").run()
-    assert not at.exception and any("real cycle of the embedded model" in m.value for m in at.markdown)
+    assert not at.exception and any("real cycle of the model" in m.value for m in at.markdown)
