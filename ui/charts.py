@@ -1,12 +1,10 @@
 """Every chart through one call (chart), and figures built once per server for the same trace events (figure)."""
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-
 import streamlit as st
 
 from specviz.figures import for_browser
+from ui.cache import SharedLRU
 
 
 def chart(fig, key: str, container=None, **kw) -> None:
@@ -23,36 +21,20 @@ def chart(fig, key: str, container=None, **kw) -> None:
     (container or st).plotly_chart(for_browser(fig), key=key, config=config, theme=None, **kw)
 
 
-class Figures:
+class Figures(SharedLRU):
     """Figures already built, shared by every session: a figure is a pure function of trace events, which
     are immutable and shared (the recordings), so a figure for the same events is built once per server and
     a Step rebuilds only the charts that changed. Keyed by the builder and its arguments' identities (the
     arguments are kept with the figure, so an identity is never reused while its entry lives)."""
 
     def __init__(self, size: int = 256):
-        self.size = size
-        self.items: OrderedDict = OrderedDict()
-        self.lock = threading.Lock()
-
-    @staticmethod
-    def _key(builder, args, kwargs):
-        ident = lambda v: v if isinstance(v, (int, float, str, bool, type(None))) else ("id", id(v))
-        return (builder.__module__, builder.__qualname__, tuple(ident(a) for a in args),
-                tuple(sorted((k, ident(v)) for k, v in kwargs.items())))
+        super().__init__(size)
 
     def get(self, builder, args, kwargs):
-        key = self._key(builder, args, kwargs)
-        with self.lock:
-            hit = self.items.get(key)
-            if hit is not None:
-                self.items.move_to_end(key)
-                return hit[0]
-        fig = builder(*args, **kwargs)
-        with self.lock:
-            self.items[key] = (fig, args, kwargs)
-            while len(self.items) > self.size:
-                self.items.popitem(last=False)
-        return fig
+        ident = lambda v: v if isinstance(v, (int, float, str, bool, type(None))) else ("id", id(v))  # noqa: E731
+        key = (builder.__module__, builder.__qualname__, tuple(ident(a) for a in args),
+               tuple(sorted((k, ident(v)) for k, v in kwargs.items())))
+        return super().get(key, lambda: (builder(*args, **kwargs), args, kwargs))[0]
 
 
 @st.cache_resource(show_spinner=False)

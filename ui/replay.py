@@ -10,13 +10,13 @@ import os
 import threading
 import urllib.parse
 import uuid
-from collections import OrderedDict
 
 import streamlit as st
 
 from specviz.errors import SpecVizError
 from specviz.figures import md_escape
 from specviz.replay import Ahead, Recording, Replay
+from ui.cache import SharedLRU
 from ui.state import keep, owned, page_hash
 
 
@@ -39,30 +39,17 @@ def run_of(name: str) -> Run:
     return run
 
 
-class Recordings:
+class Recordings(SharedLRU):
     """Recorded traces shared by every session of this server, keyed by page and settings: the same prompt and
     settings give the same trace (runs are deterministic given their settings and seed), so a classroom on
     one prompt computes each step once. Bounded (least recently used out); a session keeps its own reference
     to the recording it walks, so an evicted one lives on for the sessions still on it."""
 
     def __init__(self, size: int = 24):
-        self.size = size
-        self.items: OrderedDict = OrderedDict()
-        self.lock = threading.Lock()
+        super().__init__(size)
 
     def get(self, key, factory):
-        with self.lock:
-            rec = self.items.get(key)
-            if rec is not None:
-                self.items.move_to_end(key)
-                return rec
-        rec = Recording(factory())  # outside the lock: building a drafter may take a moment
-        with self.lock:
-            rec = self.items.setdefault(key, rec)
-            self.items.move_to_end(key)
-            while len(self.items) > self.size:
-                self.items.popitem(last=False)
-        return rec
+        return super().get(key, lambda: Recording(factory()))
 
 
 @st.cache_resource(show_spinner=False)
