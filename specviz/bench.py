@@ -182,7 +182,7 @@ def mismatches(cfgs: list[Config], outputs: dict, prompts) -> list:
     return bad
 
 
-def forward_costs(models, plain, ctx, ks) -> dict:
+def forward_costs(models, plain, ctx, ks) -> tuple[dict, dict | None]:
     """A decode step, a verify pass of K + 1 and each draft's step (median ms); c = draft step / target step."""
     t1 = forward_ms(models.target, ctx, 1)
     d1 = forward_ms(models.draft, ctx, 1) if models.draft is not None else None

@@ -158,11 +158,6 @@ class MedusaDrafter:
         return top[0][:k, 0].tolist(), None
 
 
-def is_medusa(path: pathlib.Path) -> bool:
-    cfg = path / "config.json"
-    return cfg.is_file() and json.loads(cfg.read_text()).get("kind") == "medusa"
-
-
 def target_rows(target, ids: torch.Tensor) -> SubsetHead:
     """The target's own (tied) LM-head rows for `ids`, frozen. A packed head has no readable weight, but
     a tied one IS the embedding."""

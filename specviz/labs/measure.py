@@ -118,21 +118,6 @@ def compare_drafters(target, tokenizer, ids, drafters: dict, k: int, max_new: in
     return rows
 
 
-def first_tokens(target, drafter_factory, tokenizer, ids, n: int, cfg: SamplingConfig, k: int = 2,
-                 progress=lambda f, m: None) -> tuple[list[int], list[int]]:
-    """n first tokens from speculative sampling and n from plain sampling (independent seeds)."""
-    spec, plain = [], []
-    for i in range(n):
-        c = SamplingConfig(cfg.temperature, cfg.top_k, cfg.top_p, cfg.seed + i)
-        spec.append(run_steps(speculative_steps(target, drafter_factory(), tokenizer, ids, 2, k, c))[1].token_ids[0])
-        c2 = SamplingConfig(cfg.temperature, cfg.top_k, cfg.top_p, cfg.seed + 1_000_000 + i)
-        plain.append(run_steps(plain_steps(target, tokenizer, ids, 1, c2))[1].token_ids[0])
-        if i % 10 == 0:
-            progress(i / n, f"{i}/{n} samples")
-    progress(1.0, "done")
-    return spec, plain
-
-
 def first_positions(target, drafter_factory, tokenizer, ids, n: int, cfg: SamplingConfig, positions: int = 3,
                     k: int = 2, progress=lambda f, m: None) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]]]:
     """n samples of the first `positions` tokens from speculative sampling and n from plain sampling
