@@ -1,6 +1,6 @@
 """The Where the speedup goes page in a real headless Chromium (Debian's, driven by Playwright): the tables, the
-policies and rules charts drawn at the defaults and at the temperature's lowest, then the fp32/bf16 runs and their
-chart; no exception anywhere (screenshots: test-artifacts/where-*.png)."""
+cycle timeline, the policies and rules charts drawn at the defaults and at the temperature's lowest, then the fp32/bf16
+runs and their chart; no exception anywhere (screenshots: test-artifacts/where-*.png)."""
 import os
 from pathlib import Path
 
@@ -29,10 +29,13 @@ def test_where_page_in_browser(server, browser):
     expect(page.locator("[data-testid=stException]")).to_have_count(0)
     expect(page.locator("[data-testid=stTable]")).to_have_count(2)
     expect(page.locator("[data-testid=stTable]").first).to_contain_text("speculative-num-draft-tokens")
-    page.wait_for_function("() => document.querySelectorAll('[data-testid=stPlotlyChart] .main-svg').length >= 2",
+    page.wait_for_function("() => document.querySelectorAll('[data-testid=stPlotlyChart] .main-svg').length >= 4",
                            timeout=120_000)
-    assert bars(page, 0) == 4 + 4  # four policies: tokens per pass, predicted speedup
-    assert bars(page, 1) == 6 * 17  # five rules and the 1 - TV marker at 16 positions and their mean
+    expect(page.locator("[data-testid=stPlotlyChart]").nth(0)).to_contain_text("EAGLE-2 tree")
+    assert bars(page, 0) > 3 * 24  # the timeline: at least a forward per plain-greedy token and every other stage
+    assert bars(page, 1) >= 3 * 3  # ms per token by stage: each method's forward, acceptance and overhead
+    assert bars(page, 2) == 4 + 4  # four policies: tokens per pass, predicted speedup
+    assert bars(page, 3) == 6 * 17  # five rules and the 1 - TV marker at 16 positions and their mean
     page.screenshot(path=str(SHOTS / "where-defaults.png"), full_page=True)
     t = page.locator("[data-testid=stSlider]").filter(has_text="Temperature").get_by_role("slider")
     t.focus()
@@ -40,7 +43,7 @@ def test_where_page_in_browser(server, browser):
         page.keyboard.press("ArrowLeft")
     settle(page)
     expect(page.locator("[data-testid=stSlider]").filter(has_text="Temperature")).to_contain_text("0.10")
-    expect(page.locator("[data-testid=stPlotlyChart]").nth(1)).to_contain_text("T = 0.1")
+    expect(page.locator("[data-testid=stPlotlyChart]").nth(3)).to_contain_text("T = 0.1")
     n = page.locator("[data-testid=stSlider]").filter(has_text="New tokens (bf16").get_by_role("slider")
     n.focus()
     for _ in range(16):  # 32 down to 16
@@ -49,8 +52,8 @@ def test_where_page_in_browser(server, browser):
     page.get_by_role("button", name="Run fp32 and bf16, plain and speculative").click()
     settle(page, 600_000)
     expect(page.locator("[data-testid=stException]")).to_have_count(0)
-    expect(page.locator("[data-testid=stPlotlyChart]")).to_have_count(3)
-    expect(page.locator("[data-testid=stPlotlyChart]").nth(2)).to_contain_text("Top-2 logit margin")
-    assert bars(page, 2) == 2 * 16  # fp32 margin bars and bf16 markers at 16 positions
+    expect(page.locator("[data-testid=stPlotlyChart]")).to_have_count(5)
+    expect(page.locator("[data-testid=stPlotlyChart]").nth(4)).to_contain_text("Top-2 logit margin")
+    assert bars(page, 4) == 2 * 16  # fp32 margin bars and bf16 markers at 16 positions
     page.screenshot(path=str(SHOTS / "where-precision.png"), full_page=True)
     page.close()

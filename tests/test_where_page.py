@@ -45,6 +45,30 @@ def test_knobs_metrics_and_rules_at_defaults_and_extremes(page):
     tau = next(v for k, v in shown.items() if k.startswith("tokens per verify pass"))
     assert float(tau) == pytest.approx(tokens / passes, abs=5e-4)
 
+    # item 4: the timeline, three lanes on the same text; every bar a measured span; the lines say the same numbers
+    tl = chart(at, "ws_timeline")
+    lanes = {y for d in tl["data"] if d["type"] == "bar" for y in d["y"]}
+    assert {y.split(" (")[0].split(",")[0] for y in lanes} == {"plain greedy", "chain K = 4", "EAGLE-2 tree"}
+    verify = next(d for d in tl["data"] if d.get("name") == "target forward (verify)")
+    assert all(w > 0 for w in verify["x"]) and all(b >= 0 for b in verify["base"])
+    plus = [n["text"] for n in tl["layout"]["annotations"]]
+    assert sum(int(t[1:]) for t in plus) == 2 * 24  # the chain's and the tree's 24 tokens, every cycle labelled
+    per = chart(at, "ws_per_token")
+    assert len(per["data"][0]["y"]) == 3
+    lines = next(m.value for m in at.markdown if "plain greedy's one-token forward" in m.value)
+    assert lines.count("×** plain greedy's one-token forward") == 2 and "parted" not in lines
+    # extremes: the fewest tokens and the smallest and largest tree
+    at.slider(key="ws_tl_new").set_value(4).run()
+    at.slider(key="ws_tl_budget").set_value(2).run()
+    no_errors(at)
+    small = chart(at, "ws_timeline")
+    assert sum(int(n["text"][1:]) for n in small["layout"]["annotations"]) == 2 * 4
+    at.slider(key="ws_tl_budget").set_value(64).run()
+    no_errors(at)
+    assert any("64 nodes" in y for d in chart(at, "ws_timeline")["data"] if d["type"] == "bar" for y in d["y"])
+    at.button(key="ws_tl_again").click().run()
+    no_errors(at)
+
     fig = chart(at, "ws_rules")
     bars = [d for d in fig["data"] if d["type"] == "bar"]
     assert [b["name"].split(" (")[0] for b in bars] == list(RULES)

@@ -7,6 +7,7 @@ Beam search keeps B hypotheses at once and batched decoding B sequences: they ha
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 
@@ -25,10 +26,19 @@ class Decoding:
     new: list[int] = field(default_factory=list)  # committed tokens only
     counters: Counters = field(default_factory=Counters)
     cycle: int = 0
+    # (cycle, stage, perf_counter()) each time a stage of a cycle ends, when a caller asked for them (the
+    # cycle timeline, specviz/labs/timeline.py); None: not recorded, one attribute test per stage
+    laps: list | None = None
 
     @classmethod
-    def of(cls, model, tokenizer, prompt_ids: list[int], max_new_tokens: int) -> "Decoding":
-        return cls(tokenizer, list(prompt_ids), max_new_tokens, eos_ids(model, tokenizer), list(prompt_ids))
+    def of(cls, model, tokenizer, prompt_ids: list[int], max_new_tokens: int, laps: list | None = None) -> "Decoding":
+        return cls(tokenizer, list(prompt_ids), max_new_tokens, eos_ids(model, tokenizer), list(prompt_ids),
+                   laps=laps)
+
+    def lap(self, stage: str) -> None:
+        """Mark the end of `stage` of this cycle (a no-op unless laps are recorded)."""
+        if self.laps is not None:
+            self.laps.append((self.cycle, stage, time.perf_counter()))
 
     @property
     def left(self) -> int:
@@ -73,10 +83,12 @@ def run_cycles(d: Decoding, cycle: Callable[[Decoding], tuple[object, list[int]]
     """Call `cycle` until the budget is spent or an end-of-sequence token is committed; commit each cycle's
     tokens, count it and yield its event. The caller returns d.result(...) afterwards."""
     while d.left > 0:
+        d.lap("start")  # the time the caller spends between cycles is not the cycle's
         event, emitted = cycle(d)
         d.ids += emitted
         d.new += emitted
         record(d.counters, event)
+        d.lap("overhead")  # after the cycle's last stage: its trace event, the commit and the counters
         yield event
         d.cycle += 1
         if emitted[-1] in d.stop:

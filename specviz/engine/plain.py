@@ -16,7 +16,9 @@ from specviz.trace import Result, TokenStep
 
 
 def plain_steps(model, tokenizer, prompt_ids: list[int], max_new_tokens: int,
-                 cfg: SamplingConfig = SamplingConfig(), top_n: int = 5) -> Generator[TokenStep, None, Result]:
+                 cfg: SamplingConfig = SamplingConfig(), top_n: int = 5,
+                 laps: list | None = None) -> Generator[TokenStep, None, Result]:
+    """laps: a list to receive the end time of each stage of each step (Decoding.lap), for the timeline."""
     cfg.validate()
     stepper, gen, procs = Stepper(model), new_generator(cfg.seed), warpers(cfg)
     logprob = 0.0
@@ -24,12 +26,14 @@ def plain_steps(model, tokenizer, prompt_ids: list[int], max_new_tokens: int,
     def cycle(d: Decoding) -> tuple[TokenStep, list[int]]:
         nonlocal logprob
         probs = distribution(stepper.logits(d.ids, 1), cfg, procs)[0].cpu()
+        d.lap("verify")  # the one target forward (the stage a speculative cycle calls verify)
         token = choose(probs, cfg, gen)
+        d.lap("accept")  # choosing the token: the only decision plain decoding makes
         lp = math.log(max(float(probs[token]), 1e-45))
         logprob += lp
         return TokenStep(d.cycle, token, token_text(tokenizer, token), lp,
                          top_probs(tokenizer, probs, top_n, token)), [token]
 
-    d = Decoding.of(model, tokenizer, prompt_ids, max_new_tokens)
+    d = Decoding.of(model, tokenizer, prompt_ids, max_new_tokens, laps)
     yield from run_cycles(d, cycle, record_token)
     return d.result("greedy" if cfg.greedy else "sample", logprob=logprob)

@@ -24,16 +24,18 @@ from specviz.verify import Verification, one_hot, verify
 
 def speculative_steps(target, drafter: Drafter, tokenizer, prompt_ids: list[int], max_new_tokens: int, k: int = 4,
                       cfg: SamplingConfig = SamplingConfig(), dynamic_k: bool = False, k_max: int = 16,
-                      top_n: int = 5) -> Generator[Cycle, None, Result]:
+                      top_n: int = 5, laps: list | None = None) -> Generator[Cycle, None, Result]:
+    """laps: a list to receive the end time of each stage of each cycle (Decoding.lap), for the timeline."""
     if k < 1:
         raise SpecVizError(f"K (draft length) must be at least 1; got {k}.")
-    run = Run.start(target, drafter, tokenizer, prompt_ids, max_new_tokens, cfg)
+    run = Run.start(target, drafter, tokenizer, prompt_ids, max_new_tokens, cfg, laps)
     tstep, ks = run.tstep, [k]  # ks[-1]: this cycle's K (dynamic K changes it between cycles)
 
     def cycle(d: Decoding) -> tuple[Cycle, list[int]]:
         draft_passes, asked = drafter.passes, ks[-1]
         drafts, q = drafter.propose(d.ids, d.room(asked), cfg, run.gen)
         draft_passes = drafter.passes - draft_passes
+        d.lap("draft")
 
         # ONE target forward over the unseen context + all drafts: len(drafts) + 1 next-token distributions.
         fed_from = tstep.cached
@@ -41,13 +43,16 @@ def speculative_steps(target, drafter: Drafter, tokenizer, prompt_ids: list[int]
         if drafter.reads_target_states:
             drafter.observe(tstep.states, fed_from)
         target_filled = tstep.cached
+        d.lap("verify")
         v = verify(drafts, q, p, cfg.greedy, run.gen, d.stop)
         emitted = drafts[:v.accepted] + ([v.token] if v.token is not None else [])
+        d.lap("accept")
 
         # Roll both caches back to the accepted prefix; the last new token is fed on the next cycle.
         keep = len(d.ids) + len(emitted) - 1
         tstep.crop(keep)
         draft_cache = rollback_draft(drafter, keep)
+        d.lap("rollback")
         if dynamic_k:  # transformers' heuristic: grow after a clean sweep, shrink after a rejection
             ks.append(min(asked + 2, k_max) if v.accepted == len(drafts) > 0 else max(1, asked - 1))
         return cycle_event(tokenizer, top_n, cycle=d.cycle, context_len=len(d.ids), drafts=drafts, q=q, p=p, v=v,
@@ -70,12 +75,16 @@ class Run:
 
     @classmethod
     def start(cls, target, drafter: Drafter, tokenizer, prompt_ids: list[int], max_new_tokens: int,
-              cfg: SamplingConfig) -> "Run":
+              cfg: SamplingConfig, laps: list | None = None) -> "Run":
         cfg.validate()
         tstep = Stepper(target, read_layers=drafter.read_layers if drafter.reads_target_states else ())
         drafter.reset()
-        return cls(Decoding.of(target, tokenizer, prompt_ids, max_new_tokens), new_generator(cfg.seed), warpers(cfg),
-                   tstep, prefill_states(tstep, drafter, list(prompt_ids)))
+        d = Decoding.of(target, tokenizer, prompt_ids, max_new_tokens, laps)
+        d.lap("start")  # a second "start" (no prefill) begins the first cycle again: the timeline skips it
+        prefill = prefill_states(tstep, drafter, list(prompt_ids))
+        if prefill:
+            d.lap("prefill")
+        return cls(d, new_generator(cfg.seed), warpers(cfg), tstep, prefill)
 
 
 def rollback_draft(drafter: Drafter, keep: int) -> CacheState | None:

@@ -91,7 +91,8 @@ def draft_tree(drafter: Drafter, ids: list[int], budget: int, depth: int, width:
 def tree_speculative_steps(target, drafter: Drafter, tokenizer, prompt_ids: list[int], max_new_tokens: int,
                            budget: int = 16, depth: int = 4, width: int = 1, cfg: SamplingConfig = SamplingConfig(),
                            top_n: int = 5,
-                           typical: tuple[float, float] | None = None) -> Generator[TreeCycle, None, Result]:
+                           typical: tuple[float, float] | None = None,
+                           laps: list | None = None) -> Generator[TreeCycle, None, Result]:
     """Tree speculation, one cycle at a time: draft a tree, ONE target pass over every node, walk it
     (verify_tree), keep the accepted path in the KV cache. budget: nodes per tree (tree drafters); depth:
     the deepest drafted position (a chain drafter's K); width: runner-ups per depth for a chain drafter.
@@ -102,19 +103,22 @@ def tree_speculative_steps(target, drafter: Drafter, tokenizer, prompt_ids: list
     if depth < 1 or budget < 1:
         raise SpecVizError(f"Tree depth and budget must be at least 1; got depth {depth}, budget {budget}.")
     typical = typical if not cfg.greedy else None  # Medusa's temperature-0 branch: exact match
-    run = Run.start(target, drafter, tokenizer, prompt_ids, max_new_tokens, cfg)
+    run = Run.start(target, drafter, tokenizer, prompt_ids, max_new_tokens, cfg, laps)
     tstep = run.tstep
 
     def cycle(d: Decoding) -> tuple[TreeCycle, list[int]]:
         draft_passes = drafter.passes
         tree = draft_tree(drafter, d.ids, budget, d.room(depth), width, cfg, run.gen)  # no path past the budget
         draft_passes = drafter.passes - draft_passes
+        d.lap("draft")
 
         context_len, fed_from = len(d.ids), tstep.cached
         p = distribution(tree_logits(tstep, tree, d.ids), cfg, run.procs).cpu()  # the ONE verify pass
         filled = tstep.cached
+        d.lap("verify")
         v = (verify_tree_typical(tree, p, cfg.greedy, run.gen, typical, d.stop) if typical  # LOSSY
              else verify_tree(tree, p, cfg.greedy, run.gen, d.stop))
+        d.lap("accept")
         keep_path(tstep, context_len, list(v.path))
         if drafter.reads_target_states:  # the target's states of the context and the accepted path only
             m = context_len - fed_from
@@ -122,6 +126,7 @@ def tree_speculative_steps(target, drafter: Drafter, tokenizer, prompt_ids: list
             drafter.observe(tstep.states[rows], fed_from)
         emitted = [tree.tokens[i] for i in v.path] + ([v.token] if v.token is not None else [])
         draft_cache = rollback_draft(drafter, context_len + len(emitted) - 1)
+        d.lap("rollback")
         return tree_event(tokenizer, top_n, cycle=d.cycle, context_len=context_len, drafter=drafter.name, tree=tree,
                           p=p, v=v, emitted=emitted, greedy=cfg.greedy, draft_passes=draft_passes,
                           prefill=run.prefill if d.cycle == 0 else 0, pending=context_len - fed_from,

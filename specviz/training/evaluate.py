@@ -6,6 +6,7 @@ import statistics
 import torch
 
 from specviz.drafters import FeatureDrafter, ModelDrafter
+from specviz.drafters.eagle2 import Eagle2Drafter
 from specviz.drafters.feature import FeatureDraft, shifted
 from specviz.engine.plain import plain_steps
 from specviz.labs.measure import timed_rounds
@@ -13,10 +14,12 @@ from specviz.labs.timing import forward_ms
 from specviz.prompting import prompt_ids
 from specviz.engine.speculative import speculative_steps
 from specviz.engine.step import run_steps
+from specviz.engine.tree import tree_speculative_steps
 from specviz.trace import Counters
 from specviz.training.data import TASKS, held_out_prompts
 
 PLAIN = "plain greedy"
+TREE = "eagle2 N=16 D=6"  # the benchmark's EAGLE-2 row: 16 nodes per verify pass, depth 6
 
 
 @torch.inference_mode()
@@ -45,11 +48,12 @@ def evaluation_prompts(tok, n_prompts: int) -> list[list[int]]:
     return [prompt_ids(tok, plist[(i * (len(TASKS) + 1)) % len(plist)]) for i in range(n_prompts)]
 
 
-def timed_runs(target, tok, drafter, ids_list, max_new: int, ks, rounds: int, log=print) -> dict:
-    """Plain greedy and speculative greedy at each K on every prompt, interleaved by measure.timed_rounds.
-    Returns per run key (PLAIN, K=k): the median seconds per prompt, the summed Counters, and the last
+def timed_runs(target, tok, drafter, ids_list, max_new: int, ks, rounds: int, log=print, tree=None) -> dict:
+    """Plain greedy and speculative greedy at each K on every prompt (and, with tree = a fresh tree
+    drafter's factory, the EAGLE-2 tree TREE), interleaved by measure.timed_rounds.
+    Returns per run key (PLAIN, K=k, TREE): the median seconds per prompt, the summed Counters, and the last
     round's token ids per prompt."""
-    keys = [PLAIN] + [f"K={k}" for k in ks]
+    keys = [PLAIN] + [f"K={k}" for k in ks] + ([TREE] if tree else [])
     out = {key: {"seconds": [], "counters": Counters(), "tokens": []} for key in keys}
 
     def spec(ids, k):
@@ -58,6 +62,8 @@ def timed_runs(target, tok, drafter, ids_list, max_new: int, ks, rounds: int, lo
     for i, ids in enumerate(ids_list):
         runs = {PLAIN: lambda: run_steps(plain_steps(target, tok, ids, max_new))[1]}
         runs |= {f"K={k}": spec(ids, k) for k in ks}
+        if tree:
+            runs[TREE] = lambda ids=ids: run_steps(tree_speculative_steps(target, tree(), tok, ids, max_new, 16, 6))[1]
         seconds, results = timed_rounds(runs, rounds)
         for key in keys:
             out[key]["seconds"].append(statistics.median(seconds[key]))
@@ -74,19 +80,33 @@ def evaluate(target, tok, draft, n_prompts: int = 16, max_new: int = 64, ks=(2, 
     much of what the draft learned was memorised); sampling acceptance at T = 1 (mean over positions of
     sum_x min(p, q) = 1 - TV(p, q)); c; and the wall-clock speedup over plain greedy per K, each prompt
     timed in `rounds` interleaved rounds (median)."""
-    drafter = (lambda: FeatureDrafter(draft)) if isinstance(draft, FeatureDraft) else (lambda: ModelDrafter(draft))
+    feature = isinstance(draft, FeatureDraft)
+    drafter = (lambda: FeatureDrafter(draft)) if feature else (lambda: ModelDrafter(draft))
     ids_list = evaluation_prompts(tok, n_prompts)
     out = {"prompts": len(ids_list), "max_new_tokens": max_new}
-    runs = timed_runs(target, tok, drafter, ids_list, max_new, ks, rounds, log)
+    runs = timed_runs(target, tok, drafter, ids_list, max_new, ks, rounds, log,
+                      tree=(lambda: Eagle2Drafter(draft)) if feature else None)
     plain = runs[PLAIN]
     for k in ks:
         run = runs[f"K={k}"]
         c = run["counters"]
         by_position = (c.per_position() + [None] * k)[:k]  # P(position i accepted | the ones before were)
         out[f"K={k}"] = {"greedy_acceptance": c.acceptance_rate, "mean_acceptance_length": c.mean_acceptance_length,
+                         "tokens_per_target_pass": c.tokens / c.target_passes,  # prefill counted, as the CLI does
                          "by_position": [None if a is None else round(a, 3) for a in by_position],
                          "speedup": sum(plain["seconds"]) / sum(run["seconds"])}
-        log(f"  K={k}: acceptance {c.acceptance_rate:.3f}, tokens/pass {c.mean_acceptance_length:.2f}")
+        log(f"  K={k}: acceptance {c.acceptance_rate:.3f}, tokens/pass {c.mean_acceptance_length:.2f} "
+            f"({out[f'K={k}']['tokens_per_target_pass']:.2f} with the prefill)")
+    if TREE in runs:  # the issue's tree target is read against the chain at K = 4
+        c = runs[TREE]["counters"]
+        out[TREE] = {"mean_acceptance_length": c.mean_acceptance_length,
+                     "tokens_per_target_pass": c.tokens / c.target_passes,
+                     "speedup": sum(plain["seconds"]) / sum(runs[TREE]["seconds"])}
+        if "K=4" in out:
+            out[TREE]["vs_chain_K4_tokens_per_target_pass"] = (out[TREE]["tokens_per_target_pass"]
+                                                               / out["K=4"]["tokens_per_target_pass"])
+        log(f"  {TREE}: tokens/pass {c.mean_acceptance_length:.2f} ({out[TREE]['tokens_per_target_pass']:.2f} with "
+            f"the prefill), {out[TREE]['speedup']:.2f}x plain greedy")
     held_out = [teacher_forced(target, draft, ids + answer, len(answer))
                 for ids, answer in zip(ids_list, plain["tokens"])]
     out["teacher_forced_agreement_held_out"] = agreement(held_out)
@@ -99,7 +119,7 @@ def evaluate(target, tok, draft, n_prompts: int = 16, max_new: int = 64, ks=(2, 
     t1, d1 = forward_ms(target, ids_list[0], 1), forward_ms(draft, ids_list[0], 1)
     out["target_ms"], out["draft_ms"], out["c"] = t1, d1, d1 / t1
     best = max(ks, key=lambda k: out[f"K={k}"]["speedup"])
-    same = all(runs[f"K={k}"]["tokens"] == plain["tokens"] for k in ks)
+    same = all(runs[key]["tokens"] == plain["tokens"] for key in runs)
     out["speedup_K"], out["speedup"], out["identical"] = best, out[f"K={best}"]["speedup"], same
     log(f"  teacher-forced agreement held-out {out['teacher_forced_agreement_held_out']:.3f}, training "
         f"{out.get('teacher_forced_agreement_train', float('nan')):.3f}")
