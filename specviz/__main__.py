@@ -104,6 +104,10 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=int, default=0, help="the same seed gives the same drill")
     r.add_argument("--answer", default=None, help="grade this answer instead of printing the solution")
     r.add_argument("--json", action="store_true", help="print one JSON object")
+    from specviz.labs import where
+    where.add_args(sub.add_parser("where", help="where the speedup goes: one run's metrics in serving systems' units, "
+                                               "its cycle timeline, dynamic-K policies, acceptance rules, fp32 vs bf16",
+                                  description=where.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter))
     return ap
 
 
@@ -192,6 +196,16 @@ def export(a) -> int:
         raise SpecVizError(f"--out {a.out!r}: {e.strerror}.") from None
     print(f"wrote {a.out}: {len(page.encode()) / 1e6:.2f} MB, {len(steps)} events, "
           f"{sum(len(v.titles) for v in views)} steps", file=sys.stderr)
+    return 0
+
+
+def where(a) -> int:
+    """python -m specviz where: the Where the speedup goes page's figures (specviz/labs/where.py)."""
+    from specviz.labs import where as W
+
+    W.parts(a)  # before torch loads: bad input answers at once
+    out = W.run(a)
+    print(json.dumps(out) if a.json else W.text(out))
     return 0
 
 
@@ -317,6 +331,8 @@ def main(argv=None) -> int:
             return drill(a)
         if a.command == "export":
             return export(a)
+        if a.command == "where":
+            return where(a)
         out = decode(a)
     except SpecVizError as e:
         print(f"error: {e}", file=sys.stderr)
