@@ -59,6 +59,8 @@ class Config:
     tree: str | None = None  # "eagle2" / "medusa": a token tree verified in one pass (specviz/engine/tree.py)
     tree_budget: int = 16  # nodes per tree
     tree_depth: int = 5  # deepest drafted position
+    threshold: float | None = None  # a confidence stop (llama.cpp --draft-p-min; transformers' threshold), K <= 16
+    keep_crossing: bool = False  # the confidence stop keeps the token that fell under the threshold (transformers)
 
     lookahead: tuple[int, int, int] = (5, 4, 5)  # window W, n-gram size N, candidates G (method "lookahead")
 
@@ -87,6 +89,10 @@ def configs(models, ks, dynamic_k: bool, hf_peers: bool, sampling: bool, unpacke
                 out.append(Config(f"hf {hf} K={k}", "hf", d, k, hf=hf))
         if dynamic_k:
             out.append(Config(f"spec {d} dynamic", "speculative", d, None, dynamic_k=True))
+            if d == "token":  # the two confidence stops of issue 38.3, at their systems' defaults
+                out.append(Config("spec token p-min 0.75", "speculative", d, None, threshold=0.75))
+                out.append(Config("spec token threshold 0.4", "speculative", d, None, threshold=0.4,
+                                  keep_crossing=True))
         if trees and d == "feature":  # the EAGLE-2 tree from the same feature draft (greedy: token identity checked)
             out.append(Config("spec eagle2 N=16 D=6", "speculative", d, None, tree="eagle2", tree_depth=6))
     if trees and getattr(models, "medusa", None) is not None:
@@ -133,6 +139,9 @@ def runner(cfg: Config, models):
     if cfg.tree:  # eagle2, or medusa with the shipped heads' default medusa_choices cut to the budget
         return lambda ids, n: counted(tree_speculative_steps(target, make_drafter(cfg.tree, models), tok, ids, n,
                                                              cfg.tree_budget, cfg.tree_depth, cfg=sampling))
+    if cfg.threshold is not None:  # drafts until the draft's top probability falls under the threshold, at most 16
+        return lambda ids, n: counted(speculative_steps(target, make_drafter(
+            "confidence", models, threshold=cfg.threshold, keep_crossing=cfg.keep_crossing), tok, ids, n, 16, sampling))
     k = cfg.k or 4  # dynamic K starts at 4
     return lambda ids, n: counted(speculative_steps(target, make_drafter(cfg.drafter, models), tok, ids, n, k, sampling,
                                                     cfg.dynamic_k, k_max=16))

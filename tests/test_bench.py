@@ -96,3 +96,24 @@ def test_best_k_from_measured_positions():
     k, gain = best_k_from_positions(rates, 0.05, lambda k: 1.0)
     assert k == 3 and gain == pytest.approx(tokens_from_positions(rates, 3) / (3 * 0.05 + 1))
     assert best_k_from_positions([0.05, 0.05], 0.2, lambda k: 1.0)[0] == 0  # nothing pays: don't speculate
+
+
+def test_confidence_stop_rows_run_token_identical(models):
+    """Issue 38.3 in the benchmark: llama.cpp's --draft-p-min and transformers' threshold as rows of their own (K at
+    most 16, the draft stopping where it is unsure); greedy, so each reproduces plain greedy token for token."""
+    from specviz.bench import configs, runner
+    from specviz.prompting import prompt_ids
+
+    rows = {c.name: c for c in configs(models, [4], dynamic_k=True, hf_peers=False, sampling=False, unpacked=False)}
+    pmin, hf = rows["spec token p-min 0.75"], rows["spec token threshold 0.4"]
+    assert (pmin.threshold, pmin.keep_crossing, hf.threshold, hf.keep_crossing) == (0.75, False, 0.4, True)
+    assert "spec token p-min 0.75" not in {c.name for c in configs(models, [4], False, False, False, False)}
+    ids = prompt_ids(models.tokenizer, "Write a Python function that returns the sum of a list.")
+    plain, _ = runner(rows["ours greedy"], models)(ids, 20)
+    for cfg in (pmin, hf):
+        tokens, counters = runner(cfg, models)(ids, 20)
+        assert tokens == plain
+        assert counters.drafted < 16 * counters.verify_passes  # the stop cut drafting short somewhere
+    _, low = runner(pmin, models)(ids, 20)
+    _, high = runner(hf, models)(ids, 20)
+    assert low.drafted <= high.drafted  # a higher threshold, never keeping the crossing token, drafts no more
