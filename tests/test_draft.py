@@ -101,3 +101,21 @@ def test_shipped_drafts_were_made_by_the_default_recipe(kind):
     else:
         assert cfg["num_hidden_layers"] == a.layers and cfg["head_vocab"] == a.head_vocab
         assert cfg["init_from_target_layers"] == [int(x) for x in a.init.split(",")]
+
+
+@pytest.mark.fast
+def test_fresh_subjects_are_new_and_never_held_out():
+    """The fine-tuning stage's prompts (fresh_jobs) name subjects of no other list: no held-out subject, and no
+    prompt the shipped drafts were trained on; their states never overwrite the main cache's."""
+    from specviz.training.data import FRESH_SUBJECTS, HELD_OUT, LISTS, TASKS, features_path, fresh_jobs, training_jobs
+
+    jobs = fresh_jobs(0, [0.0, 0.7, 1.0])
+    assert len(jobs) == len(TASKS) * len(FRESH_SUBJECTS) and jobs == fresh_jobs(0, [0.0, 0.7, 1.0])
+    assert not [p for p, _ in jobs if any(h.lower() in p.lower() for h in HELD_OUT)]
+    others = {s.lower() for name, subjects in LISTS.items() if name not in ("tasks", "fresh_subjects")
+              for s in subjects}
+    assert not others & {s.lower() for s in FRESH_SUBJECTS}
+    trained = {p for p, _ in training_jobs(0, [0.0], 1, 10_000)}
+    assert not trained & {p for p, _ in jobs}
+    assert features_path(Path("w/data.pt")) == Path("w/feats.pt")
+    assert features_path(Path("w/fresh.pt")) == Path("w/fresh_feats.pt")

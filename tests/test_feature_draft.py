@@ -226,3 +226,27 @@ def test_compare_drafters_interleaves_rounds_and_reports_medians(models):
         lo, hi = row["speedup range"]
         assert 0 < lo <= hi
         assert row["speedup vs plain greedy"] == pytest.approx(row["plain seconds"] / row["seconds"])
+
+
+def test_a_fine_tuning_stage_keeps_the_recipe_and_records_itself(tmp_path):
+    """--resume: start from the shipped feature draft (not the token draft), train on fresh-subject answers with a
+    longer unroll, and export a draft whose config keeps the shipped recipe under "train" and adds "fine_tune"."""
+    out = tmp_path / "ft"
+    cmd = [sys.executable, "-m", "specviz.distill", "--kind", "feature", "--resume", "models/feature_draft",
+           "--subjects", "fresh", "--prompts", "2", "--answers-per-prompt", "1", "--max-new-tokens", "6",
+           "--steps", "2", "--gen-batch", "2", "--unroll", "4", "--data", str(tmp_path / "fresh.pt"), "--out", str(out)]
+    res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    meta = json.loads((out / "config.json").read_text())
+    shipped = json.loads((ROOT / "models" / "feature_draft" / "config.json").read_text())
+    assert meta["train"] == shipped["train"] and meta["read_layers"] == shipped["read_layers"]
+    ft = meta["fine_tune"]
+    assert ft["from"] == "models/feature_draft" and ft["subjects"] == "fresh" and ft["unroll"] == 4
+    assert ft["steps"] == 2 and ft["answers"] == 2
+    assert (tmp_path / "fresh_feats.pt").is_file() and not (tmp_path / "feats.pt").exists()
+    from specviz.models import load_target
+    target, _ = load_target()
+    before = load_feature_draft(target, ROOT / "models" / "feature_draft", packed=False)
+    after = load_feature_draft(target, out, packed=False)
+    assert not torch.equal(before.fc.weight, after.fc.weight)  # it trained from the shipped weights...
+    assert (before.fc.weight - after.fc.weight).abs().max() < 0.05  # ...two small steps away from them

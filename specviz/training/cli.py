@@ -40,7 +40,8 @@ from specviz.drafters.feature import load as load_feature_draft
 from specviz.drafters.medusa import load as load_medusa
 from specviz.models import REPO_ROOT, load_target
 from specviz.training import feature, medusa, token
-from specviz.training.data import EXTRA_SUBJECTS, MORE_SUBJECTS, cached_data, head_subset, training_jobs
+from specviz.training.data import (EXTRA_SUBJECTS, MORE_SUBJECTS, cached_data, features_path, fresh_jobs,
+                                   head_subset, training_jobs)
 from specviz.training.evaluate import evaluate, evaluation_prompts
 from specviz.training.export import export
 from specviz.training.train import train
@@ -88,6 +89,12 @@ def add_train_args(ap: argparse.ArgumentParser) -> None:
                                                       "--regenerate is off)")
     ap.add_argument("--regenerate", action="store_true")
     ap.add_argument("--out", default=None, help="default: models/draft or models/feature_draft")
+    ap.add_argument("--resume", default=None, metavar="DIR",
+                    help="feature draft: fine-tune this trained feature draft instead of starting from the token "
+                         "draft; its config keeps its own recipe under \"train\" and adds this run as \"fine_tune\"")
+    ap.add_argument("--subjects", choices=["default", "fresh"], default="default",
+                    help="fresh: answers to the fresh subject list only (prompts no shipped draft was trained on), "
+                         "--answers-per-prompt each")
 
 
 def add_eval_args(ap: argparse.ArgumentParser) -> None:
@@ -158,10 +165,16 @@ def build_for_training(a, target, tok, records, data_path: pathlib.Path):
     if a.kind == "feature":
         last = target.config.num_hidden_layers
         read_layers = [last if x == "last" else int(x) for x in a.read_layers.split(",")]
-        states = feature.cached_features(data_path.with_name("feats.pt"), records, read_layers, load_target, log)
-        draft = feature.from_token_draft(target, pathlib.Path(a.token_draft), read_layers, a.layers)
-        meta = {"init_from": "the token draft's layer, norm and head (fc: embedding passed through)",
-                "shares_with_target": ["embed_tokens", "rotary_emb"], "dtype": "bfloat16"}
+        if a.resume:  # a fine-tuning stage: the trained draft, its read layers and its own recipe kept
+            draft = load_feature_draft(target, pathlib.Path(a.resume), packed=False)
+            read_layers = list(draft.read_layers)
+            meta = {k: v for k, v in json.loads((pathlib.Path(a.resume) / "config.json").read_text()).items()
+                    if k not in ("kind", "head_from", "num_layers", "read_layers")}
+        else:
+            draft = feature.from_token_draft(target, pathlib.Path(a.token_draft), read_layers, a.layers)
+            meta = {"init_from": "the token draft's layer, norm and head (fc: embedding passed through)",
+                    "shares_with_target": ["embed_tokens", "rotary_emb"], "dtype": "bfloat16"}
+        states = feature.cached_features(features_path(data_path), records, read_layers, load_target, log)
         return draft, lambda i: feature.sequence_loss(draft, records[i], states[i], a.unroll), meta
     init = [int(x) for x in a.init.split(",")]
     head_ids = head_subset(records, a.head_vocab, tok.eos_token_id) if a.head_vocab else None
@@ -179,24 +192,30 @@ def run_train(a: argparse.Namespace) -> int:
     target.requires_grad_(False)
     data_path = pathlib.Path(a.data)
     temps = [float(t) for t in a.temperatures.split(",")]
-    jobs = training_jobs(a.seed, temps, a.answers_per_prompt, a.extra_subjects, a.prompts)
+    if a.resume and a.kind != "feature":
+        raise SystemExit("error: --resume fine-tunes a feature draft (--kind feature).")
+    jobs = (fresh_jobs(a.seed, temps, a.answers_per_prompt)[:a.prompts or None] if a.subjects == "fresh"
+            else training_jobs(a.seed, temps, a.answers_per_prompt, a.extra_subjects, a.prompts))
     records = cached_data(data_path, jobs, tok, a.max_new_tokens, a.topk, a.gen_batch, a.seed, a.regenerate, log)
     n_tokens = sum(len(r["ids"]) - r["start"] for r in records)
     log(f"data ready: {n_tokens} answer tokens in {time.time() - t0:.0f} s")
     draft, loss_fn, meta = build_for_training(a, target, tok, records, data_path)
     t_train = time.time()
     steps = train(draft, len(records), loss_fn, a.steps, a.minutes, a.lr, a.batch, a.seed, log)
-    meta["train"] = {"answers": len(records), "answer_tokens": n_tokens, "temperatures": temps, "topk": a.topk,
-                     "answers_per_prompt": a.answers_per_prompt, "extra_subjects": a.extra_subjects,
-                     "steps": steps, "batch": a.batch, "lr": a.lr, "lr_schedule": "cosine to 0.1x",
-                     "minutes": round((time.time() - t_train) / 60, 1), "seed": a.seed,
-                     "device": str(target.device), "threads": torch.get_num_threads()}
+    record = {"answers": len(records), "answer_tokens": n_tokens, "temperatures": temps, "topk": a.topk,
+              "answers_per_prompt": a.answers_per_prompt, "extra_subjects": a.extra_subjects,
+              "steps": steps, "batch": a.batch, "lr": a.lr, "lr_schedule": "cosine to 0.1x",
+              "minutes": round((time.time() - t_train) / 60, 1), "seed": a.seed,
+              "device": str(target.device), "threads": torch.get_num_threads()}
     out = pathlib.Path(a.out or REPO_ROOT / "models" / ("feature_draft" if a.kind == "feature" else "draft"))
     head_from = None
     if a.kind == "feature":
-        meta["train"] |= {"unroll": a.unroll, "read_layers": list(draft.read_layers),
-                          "lr_input_layers": "0.3x (fc, fuse)"}
+        record |= {"unroll": a.unroll, "read_layers": list(draft.read_layers), "lr_input_layers": "0.3x (fc, fuse)"}
         head_from = os.path.relpath(pathlib.Path(a.token_draft).resolve(), out.resolve().parent)
+    if a.resume:
+        meta["fine_tune"] = record | {"from": a.resume, "subjects": a.subjects, "date": time.strftime("%Y-%m-%d")}
+    else:
+        meta["train"] = record
     export(draft, out, meta, head_from)
     log(f"exported to {out} after {time.time() - t0:.0f} s")
     return 0

@@ -25,6 +25,8 @@ TASKS: list[str] = LISTS["tasks"]
 SUBJECTS: list[str] = LISTS["subjects"]
 EXTRA_SUBJECTS: list[str] = LISTS["extra_subjects"]
 MORE_SUBJECTS: list[str] = LISTS["more_subjects"]
+# a fourth list, for a fine-tuning stage on answers the shipped drafts never saw (models/README.md, "fine-tune")
+FRESH_SUBJECTS: list[str] = LISTS["fresh_subjects"]
 HELD_OUT: list[str] = LISTS["held_out"]
 DATA_SLICE = 480  # answers generated between two saves of the data cache
 
@@ -51,6 +53,19 @@ def training_jobs(seed: int, temps, answers_per_prompt: int, extra_subjects: int
     if n_prompts:
         first, second, third = first[:n_prompts], [], []
     return data_jobs(first, temps, answers_per_prompt) + data_jobs(second + third, temps, 1)
+
+
+def fresh_jobs(seed: int, temps, answers_per_prompt: int = 1) -> list[tuple[str, float]]:
+    """(prompt, temperature) for the fine-tuning stage: the fresh subject list's prompts only, shuffled."""
+    fresh = prompts(FRESH_SUBJECTS)
+    random.Random(seed + 3).shuffle(fresh)
+    return data_jobs(fresh, temps, answers_per_prompt)
+
+
+def features_path(data: pathlib.Path) -> pathlib.Path:
+    """Where the target states of a data cache are cached: feats.pt beside the main data.pt (as it always was),
+    <name>_feats.pt beside any other, so two data sets never overwrite each other's states."""
+    return data.with_name("feats.pt" if data.name == "data.pt" else f"{data.stem}_feats.pt")
 
 
 def data_jobs(prompt_list, temperatures, answers_per_prompt: int) -> list[tuple[str, float]]:
