@@ -357,7 +357,7 @@ def table(res: dict) -> str:
     if fm.get("feature_draft_1"):
         lines.append(f"feature draft forward: {fm['feature_draft_1']:.1f} ms -> c = {fm['c_feature']:.3f}")
     um, rows = res.get("forward_ms_unpacked"), res["rows"]
-    if um:
+    if um and "unpacked greedy" in rows:  # a run --only some rows has the forward timings but no unpacked rows
         lines.append(f"unpacked nn.Linear forward (ms): 1 token {um['target_1']:.1f}; 5 tokens {um['target_5']:.1f} "
                      f"(v={um['target_5'] / um['target_1']:.2f})"
                      + (f"; draft {um['draft_1']:.1f} -> c = {um['draft_1'] / um['target_1']:.3f}"

@@ -58,9 +58,9 @@ def _help(*args) -> str:
 
 
 def test_quoted_cli_flags_and_choices_exist():
-    lines = re.findall(r"^python -m specviz (decode|drill) (.*)$", README, flags=re.M)
-    assert {cmd for cmd, _ in lines} == {"decode", "drill"}
-    helps = {cmd: _help(cmd) for cmd in ("decode", "drill")}
+    lines = re.findall(r"^python -m specviz (decode|drill|export|where) (.*)$", README, flags=re.M)
+    assert {"decode", "drill", "where"} <= {cmd for cmd, _ in lines}
+    helps = {cmd: _help(cmd) for cmd in {cmd for cmd, _ in lines}}
     for cmd, rest in lines:
         rest = rest.split("  #")[0]
         for flag, value in re.findall(r"(--[\w-]+)(?:\s+([\w.,-]+))?", rest):
