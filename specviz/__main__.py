@@ -28,6 +28,61 @@ def parse_typical(text: str) -> tuple[float, float]:
     return eps, delta
 
 
+WHERE_HELP = """the Where the speedup goes page at the command line (issue 38). One greedy speculative
+run on the prompt, then the parts asked for, each from the same lab functions the page calls:
+
+  metrics    the run's counters as vLLM, SGLang, llama.cpp and transformers report them (item 7)
+  timeline   a few cycles' milliseconds by stage: plain greedy, the chain, the EAGLE-2 tree (item 4)
+  policies   dynamic-K policies replayed on the run, predicted from measured costs; --measure runs them (item 3)
+  rules      five acceptance rules at the run's first positions, at --temperature (item 5)
+  precision  fp32 and bf16, plain and speculative: where the outputs part and the top-2 margin there (item 6)
+
+Text by default; --json prints one object with a key per part."""
+
+
+WHERE_PARTS = ("metrics", "timeline", "policies", "rules", "precision")
+
+
+def _where_args(w) -> None:
+    w.add_argument("--prompt", required=True)
+    w.add_argument("--chat", action="store_true", help="wrap the prompt in the tokenizer's chat template")
+    w.add_argument("--show", default="metrics,timeline",
+                   help=f"comma-separated parts: {', '.join(WHERE_PARTS)} or all (default: metrics,timeline)")
+    w.add_argument("--max-new-tokens", type=int, default=48)
+    w.add_argument("--k", type=int, default=4, help="draft tokens per cycle")
+    w.add_argument("--drafter", choices=["feature", "token", "ngram", "early-exit"], default=None,
+                   help="the recorded run's drafter (default: the best the models have)")
+    w.add_argument("--tree-budget", type=int, default=16, help="timeline: the EAGLE-2 tree's nodes")
+    w.add_argument("--threshold", type=float, default=0.75, help="policies: the confidence stop's threshold")
+    w.add_argument("--measure", action="store_true", help="policies: also run each policy in the engine, timed")
+    w.add_argument("--temperature", type=float, default=1.0, help="rules: p and q processed at this temperature")
+    w.add_argument("--positions", type=int, default=16, help="rules: how many of the run's positions")
+    w.add_argument("--target", default=None, help="a local model folder or a Hub id in the local cache")
+    w.add_argument("--draft", default=None, help="a draft model with the target's tokenizer")
+    w.add_argument("--device", default=None)
+    w.add_argument("--json", action="store_true")
+
+
+def _where_parts(a) -> list[str]:
+    """The parts asked for, every argument checked before any model loads."""
+    if not a.prompt.strip():
+        raise SpecVizError("The prompt is empty: type something for the model to continue.")
+    asked = [p.strip() for p in a.show.split(",") if p.strip()][:8]
+    asked = list(WHERE_PARTS) if asked == ["all"] else asked
+    bad = [p for p in asked if p not in WHERE_PARTS]
+    if bad or not asked:
+        raise SpecVizError(f"--show takes {', '.join(WHERE_PARTS)} or all; got {a.show[:80]!r}.")
+    if not 1 <= a.max_new_tokens <= 256 or not 1 <= a.k <= 16:
+        raise SpecVizError(f"--max-new-tokens must be 1..256 and --k 1..16; got {a.max_new_tokens}, {a.k}.")
+    if not 1 <= a.tree_budget <= 64 or not 0 < a.threshold < 1 or not 1 <= a.positions <= 64:
+        raise SpecVizError("--tree-budget must be 1..64, --threshold in (0, 1) and --positions 1..64; got "
+                           f"{a.tree_budget}, {a.threshold}, {a.positions}.")
+    if not 0.05 <= a.temperature <= 4:
+        raise SpecVizError(f"--temperature must be 0.05..4 (the rules compare sampled distributions); got "
+                           f"{a.temperature}.")
+    return asked
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m specviz")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -104,10 +159,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=int, default=0, help="the same seed gives the same drill")
     r.add_argument("--answer", default=None, help="grade this answer instead of printing the solution")
     r.add_argument("--json", action="store_true", help="print one JSON object")
-    from specviz.labs import where
-    where.add_args(sub.add_parser("where", help="where the speedup goes: one run's metrics in serving systems' units, "
-                                               "its cycle timeline, dynamic-K policies, acceptance rules, fp32 vs bf16",
-                                  description=where.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter))
+    _where_args(sub.add_parser("where", help="where the speedup goes: one run's metrics in serving systems' units, "
+                                            "its cycle timeline, dynamic-K policies, acceptance rules, fp32 vs bf16",
+                               description=WHERE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter))
     return ap
 
 
@@ -201,10 +255,10 @@ def export(a) -> int:
 
 def where(a) -> int:
     """python -m specviz where: the Where the speedup goes page's figures (specviz/labs/where.py)."""
+    asked = _where_parts(a)  # before torch loads: bad input answers at once
     from specviz.labs import where as W
 
-    W.parts(a)  # before torch loads: bad input answers at once
-    out = W.run(a)
+    out = W.run(a, asked)
     print(json.dumps(out) if a.json else W.text(out))
     return 0
 

@@ -1,74 +1,22 @@
 """`python -m specviz where`: the Where the speedup goes page at the command line (issue 38). One greedy speculative
-run on the prompt, then the parts asked for, each from the same lab functions the page calls:
-
-  metrics    the run's counters as vLLM, SGLang, llama.cpp and transformers report them (item 7)
-  timeline   a few cycles' milliseconds by stage: plain greedy, the chain, the EAGLE-2 tree (item 4)
-  policies   dynamic-K policies replayed on the run, predicted from measured costs; --measure runs them (item 3)
-  rules      five acceptance rules at the run's first positions, at --temperature (item 5)
-  precision  fp32 and bf16, plain and speculative: where the outputs part and the top-2 margin there (item 6)
-
-Text by default; --json prints one object with a key per part.
-"""
+run on the prompt, then each part asked for (metrics, timeline, policies, rules, precision) from the same lab
+functions the page calls, as a dict (run) and as text (text). The parts, the arguments and their checks are in
+specviz/__main__.py (WHERE_HELP), answered before torch loads."""
 from __future__ import annotations
 
-PARTS = ("metrics", "timeline", "policies", "rules", "precision")
+from specviz.drafters import drafter_choices, make_drafter
+from specviz.errors import SpecVizError
+from specviz.labs import acceptance_rules as AR
+from specviz.labs import knobs
+from specviz.labs import policies as PO
+from specviz.labs import timeline as TL
+from specviz.labs.precision import bf16_target, precision_runs
+from specviz.models import load_models
+from specviz.prompting import context_size, encode_prompt
 
-
-def add_args(w) -> None:
-    w.add_argument("--prompt", required=True)
-    w.add_argument("--chat", action="store_true", help="wrap the prompt in the tokenizer's chat template")
-    w.add_argument("--show", default="metrics,timeline",
-                   help=f"comma-separated parts: {', '.join(PARTS)} or all (default: metrics,timeline)")
-    w.add_argument("--max-new-tokens", type=int, default=48)
-    w.add_argument("--k", type=int, default=4, help="draft tokens per cycle")
-    w.add_argument("--drafter", choices=["feature", "token", "ngram", "early-exit"], default=None,
-                   help="the recorded run's drafter (default: the best the models have)")
-    w.add_argument("--tree-budget", type=int, default=16, help="timeline: the EAGLE-2 tree's nodes")
-    w.add_argument("--threshold", type=float, default=0.75, help="policies: the confidence stop's threshold")
-    w.add_argument("--measure", action="store_true", help="policies: also run each policy in the engine, timed")
-    w.add_argument("--temperature", type=float, default=1.0, help="rules: p and q processed at this temperature")
-    w.add_argument("--positions", type=int, default=16, help="rules: how many of the run's positions")
-    w.add_argument("--target", default=None, help="a local model folder or a Hub id in the local cache")
-    w.add_argument("--draft", default=None, help="a draft model with the target's tokenizer")
-    w.add_argument("--device", default=None)
-    w.add_argument("--json", action="store_true")
-
-
-def parts(a) -> list[str]:
-    """The parts asked for, checked before any model loads."""
-    from specviz.errors import SpecVizError
-
-    if not a.prompt.strip():
-        raise SpecVizError("The prompt is empty: type something for the model to continue.")
-    asked = [p.strip() for p in a.show.split(",") if p.strip()][:8]
-    asked = list(PARTS) if asked == ["all"] else asked
-    bad = [p for p in asked if p not in PARTS]
-    if bad or not asked:
-        raise SpecVizError(f"--show takes {', '.join(PARTS)} or all; got {a.show[:80]!r}.")
-    if not 1 <= a.max_new_tokens <= 256 or not 1 <= a.k <= 16:
-        raise SpecVizError(f"--max-new-tokens must be 1..256 and --k 1..16; got {a.max_new_tokens}, {a.k}.")
-    if not 1 <= a.tree_budget <= 64 or not 0 < a.threshold < 1 or not 1 <= a.positions <= 64:
-        raise SpecVizError("--tree-budget must be 1..64, --threshold in (0, 1) and --positions 1..64; got "
-                           f"{a.tree_budget}, {a.threshold}, {a.positions}.")
-    if not 0.05 <= a.temperature <= 4:
-        raise SpecVizError(f"--temperature must be 0.05..4 (the rules compare sampled distributions); got "
-                           f"{a.temperature}.")
-    return asked
-
-
-def run(a) -> dict:
-    """Each part's figures, keyed by part, plus the recorded run's summary under "run"."""
-    from specviz.drafters import drafter_choices, make_drafter
-    from specviz.errors import SpecVizError
-    from specviz.labs import acceptance_rules as AR
-    from specviz.labs import knobs
-    from specviz.labs import policies as PO
-    from specviz.labs import timeline as TL
-    from specviz.labs.precision import bf16_target, precision_runs
-    from specviz.models import load_models
-    from specviz.prompting import context_size, encode_prompt
-
-    asked = parts(a)
+def run(a, asked: list[str]) -> dict:
+    """Each asked part's figures (a: the parsed `where` arguments, checked), keyed by part, plus the recorded run's
+    summary under "run"."""
     models = load_models(a.target, a.draft, a.device)
     tok, target = models.tokenizer, models.target
     ids = encode_prompt(tok, a.prompt, a.chat, context_size(target), a.max_new_tokens)
