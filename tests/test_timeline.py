@@ -57,7 +57,6 @@ def test_summary_and_figures_carry_the_spans():
     assert c["ms_per_token"] == pytest.approx(19.0) and p["ms_per_token"] == pytest.approx(31.0)
     assert c["identical"] and c["stage_ms"]["draft"] == 4 and c["accept_rollback_ms"] == pytest.approx(0.4)
     assert c["verify_share"] == pytest.approx(33 / 38)
-    assert chain.tokens_by(38) == 2 and chain.tokens_by(37.9) == 0 and plain.tokens_by(40) == 1
 
     fig = timeline_chart([plain, chain]).to_plotly_json()
     bars = {d["name"]: d for d in fig["data"] if d["type"] == "bar"}
@@ -69,9 +68,6 @@ def test_summary_and_figures_carry_the_spans():
     notes = fig["layout"]["annotations"]  # the speculative lane's cycles only: plain greedy's are all +1
     assert [(n["text"], n["x"], n["y"]) for n in notes] == [("+2", 38, "chain K = 2 &lt;b&gt;")]
     assert fig["layout"]["xaxis"]["range"][1] == pytest.approx(62 * 1.02)
-    clipped = timeline_chart([plain, chain], upto_ms=35).to_plotly_json()
-    verify = next(d for d in clipped["data"] if d.get("name") == LABELS["verify"])
-    assert list(verify["x"]) == [30, 4, 31]  # plain's second forward and the chain's verify cut at 35 ms
 
     per = per_token_bars(s).to_plotly_json()
     stacked = [d for d in per["data"] if d["type"] == "bar"]

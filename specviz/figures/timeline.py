@@ -15,19 +15,19 @@ COLORS = {"prefill": "#8e24aa", "draft": "#fb8c00", "verify": "#1565c0", "accept
           "rollback": "#c62828", "overhead": "#9e9e9e"}
 
 
-def timeline_chart(lanes: list[Lane], upto_ms: float | None = None) -> go.Figure:
-    """lanes: specviz.labs.timeline.measure(...). upto_ms: draw only what happened before this time (None: all)."""
+def timeline_chart(lanes: list[Lane]) -> go.Figure:
+    """lanes: specviz.labs.timeline.measure(...)."""
     names = [html.escape(ln.name) for ln in lanes]
-    end = upto_ms if upto_ms is not None else max((ln.total_ms for ln in lanes), default=1.0)
+    end = max((ln.total_ms for ln in lanes), default=1.0)
     data = []
     for stage in STAGES:
         y, base, width, custom = [], [], [], []
         for name, ln in zip(names, lanes):
             for s in ln.spans:
-                if s.stage == stage and s.start_ms < end:
+                if s.stage == stage:
                     y.append(name)
                     base.append(s.start_ms)
-                    width.append(min(s.end_ms, end) - s.start_ms)  # measured: a 0.1 ms rule is a hairline
+                    width.append(s.ms)  # measured: a 0.1 ms acceptance rule is a hairline
                     custom.append([s.cycle + 1, round(s.ms, 2)])
         if y:
             data.append(dict(type="bar", orientation="h", name=LABELS[stage], y=y, x=width, base=base,
@@ -39,7 +39,7 @@ def timeline_chart(lanes: list[Lane], upto_ms: float | None = None) -> go.Figure
     notes = [dict(x=s.end_ms, y=name, yshift=30, xanchor="right", text=f"+{ln.emitted[s.cycle]}", showarrow=False,
                   font=dict(size=10, color="#37474f"))
              for name, ln in zip(names, lanes) if ln.positions and max(ln.positions) > 1
-             for s in ln.spans if s.stage == "overhead" and s.end_ms <= end]
+             for s in ln.spans if s.stage == "overhead"]
     layout = dict(title="Where a cycle's milliseconds go (measured; +n: tokens a cycle committed, plain greedy: +1)",
                   barmode="overlay", height=170 + 90 * len(lanes), bargap=0.5,
                   xaxis=dict(title="milliseconds since the run started", range=[0, end * 1.02]),

@@ -14,7 +14,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-from specviz.drafters import make_drafter
+from specviz.drafters import drafter_choices, make_drafter
 from specviz.engine.plain import plain_steps
 from specviz.engine.speculative import speculative_steps
 from specviz.engine.step import run_steps
@@ -59,11 +59,6 @@ class Lane:
         verify = [s.ms for s in self.spans if s.stage == "verify"]
         return statistics.median(verify) if verify else float("nan")
 
-    def tokens_by(self, ms: float) -> int:
-        """Tokens committed by cycles that ended by `ms`."""
-        done = {s.cycle for s in self.spans if s.stage == "overhead" and s.end_ms <= ms}
-        return sum(n for c, n in enumerate(self.emitted) if c in done)
-
 
 def spans_of(laps: list) -> list[Span]:
     """Decoding.lap marks -> spans: each mark ends a stage begun at the mark before it; a "start" mark only
@@ -80,14 +75,13 @@ def spans_of(laps: list) -> list[Span]:
 
 def measure(models, ids: list[int], max_new: int = 24, k: int = 4, budget: int = 16, depth: int = 6,
             chain: str | None = None, warm: bool = True, rounds: int = 3) -> list[Lane]:
-    """Plain greedy, a chain of K from `chain` (default: the feature draft, else the token draft, else n-gram
-    lookup) and, when the feature draft is loaded, the EAGLE-2 tree of `budget` nodes and `depth`, each on `ids`
+    """Plain greedy, a chain of K from `chain` (default: the best these models have, as the pages
+    order them) and, when the feature draft is loaded, the EAGLE-2 tree of `budget` nodes and `depth`, each on `ids`
     for `max_new` tokens, greedy. Each runs once untimed first (warm), then `rounds` times interleaved (plain,
     chain, tree, plain, ...: a disturbance from whatever else shares the cores lands on all three alike); each
     lane is its round of median total time."""
     target, tok = models.target, models.tokenizer
-    chain = chain or ("feature" if models.feature_draft is not None else
-                      "token" if models.draft is not None else "ngram")
+    chain = chain or next(iter(drafter_choices(models).values()))  # the best chain drafter these models have
     runs = [("plain greedy", lambda laps: plain_steps(target, tok, ids, max_new, laps=laps)),
             (f"chain K = {k} ({chain})",
              lambda laps: speculative_steps(target, make_drafter(chain, models), tok, ids, max_new, k, laps=laps))]

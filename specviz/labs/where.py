@@ -30,8 +30,8 @@ def run(a, asked: list[str]) -> dict:
         raise SpecVizError(f"{', '.join(needs_draft)} need a token draft model; this pair has none (--draft).")
     for part in asked:
         if part == "metrics":
-            out[part] = [{"system": r["system"], "metric": r["metric"], "value": r["value"], "bonus": r["bonus"]}
-                         for r in knobs.metrics_on(c)]
+            keys = ("system", "metric", "value", "shown", "bonus")
+            out[part] = [{k: r[k] for k in keys} for r in knobs.metrics_on(c)]
         elif part == "timeline":
             lanes = TL.measure(models, ids, min(a.max_new_tokens, 64), a.k, a.tree_budget, chain=kind)
             out[part] = TL.summary(lanes)
@@ -68,9 +68,7 @@ def text(out: dict) -> str:
     lines = [f"{r['drafter']}, K = {r['k']}, greedy: {r['tokens']} tokens in {r['verify_passes']} verify passes, "
              f"{r['accepted']} of {r['drafted']} drafts accepted."]
     for row in out.get("metrics", []):
-        v = row["value"]
-        shown = "–" if v is None else " · ".join(f"{x:.2f}" for x in v) if isinstance(v, list) else f"{v:.3f}"
-        lines.append(f"  {row['system']:13} {row['metric']}: {shown} (bonus token counted: {row['bonus']})")
+        lines.append(f"  {row['system']:13} {row['metric']}: {row['shown']} (bonus token counted: {row['bonus']})")
     for row in out.get("timeline", {}).get("lanes", []):
         stages = ", ".join(f"{s} {ms:.1f}" for s, ms in row["stage_ms"].items() if ms)
         lines.append(f"timeline · {row['name']}: {row['tokens']} tokens in {row['cycles']} cycles, "
