@@ -110,7 +110,8 @@ def view():
                   f"{best.logprob - g_lp:+.3f} vs greedy", delta_color="off" if same else "normal",
                   delta_arrow="off" if same else "auto")
         if replay.at_end:
-            st.info(beam_vs_greedy(models.tokenizer, g_ids, g_lp, list(best.tokens), best.logprob, B))
+            st.info(beam_vs_greedy(models.tokenizer, g_ids, g_lp, list(best.tokens), best.logprob, B,
+                                   penalty))
     else:
         g2.caption("Step until a hypothesis finishes (EOS or max new tokens).")
 

@@ -143,10 +143,11 @@ if measured:
     mm[4].metric("machine-aware estimate", f"{walltime_improvement(r['a'], r['k'], r['c'], r['v']):.2f}×")
     st.caption("The red point on the chart is the measured speedup. The formulas are estimates under i.i.d. "
                "acceptance, not bounds, and a real run can miss them either way. Below: overhead they ignore "
-               "(Python per step, sampling and bookkeeping, the first pass that also prefills the prompt). Above: "
-               "acceptance is not i.i.d. — accepted tokens cluster in predictable stretches, which gives more "
-               "tokens per pass than independent draws with the same mean a — and a verify pass can cost less in "
-               "the run than in the isolated timing of v. " + (estimate_note(bench) if bench else ""))
+               "(Python per step, sampling and bookkeeping, the first pass that also prefills the prompt), and "
+               "acceptance that is not i.i.d. — with a counted as accepted ÷ ruled on, acceptance that clusters or "
+               "rises with depth gives fewer tokens per pass than the estimate at that a. Above: only the cost "
+               "side — a verify pass or a draft step that costs less in the run than in the isolated timing, "
+               "fewer drafts near the end. " + (estimate_note(bench) if bench else ""))
     if r.get("breakdown"):
         chart(breakdown_waterfall(r["breakdown"], f"Where the {r['speedup']:.2f}× goes (every factor from this run)"),
               key="sl_breakdown")

@@ -15,7 +15,8 @@ from specviz.figures import serving as F
 settings = sidebar()
 st.title("Serving lab")
 st.caption("One request at a time is not how models are served. Here: how much memory the KV cache takes, why "
-           "decoding is memory-bound, and why speculation that pays at batch 1 stops paying at large batch. "
+           "decoding is memory-bound, and why speculation that pays well at batch 1 pays less as the batch grows — "
+           "and stops paying only once a verify costs more steps than it commits tokens. "
            "Figures marked **measured** ran on this machine; figures marked **calculated** come from the "
            "inputs shown beside them.")
 models = get_models(settings)
@@ -106,8 +107,9 @@ else:
 st.subheader("3 · Speculation against batch size")
 st.markdown("Below the ridge a verify of K+1 tokens costs about one step, so speculation gains "
             "E[tokens per pass] / (v + Kc) with v ≈ 1. "
-            "Above it v grows toward K+1 and the gain falls below 1: this is why "
-            "serving engines switch speculation off above a batch-size threshold. At long context each sequence's "
+            "Above it v grows toward K+1 and the gain shrinks, but it falls below 1 only once v + Kc exceeds the "
+            "tokens a pass commits (just past the ridge a verify still costs about one step): this is why serving "
+            "engines turn K down, then speculation off, above a batch-size threshold. At long context each sequence's "
             "attention over its own KV stays memory-bound, which keeps v lower and lets speculation pay at larger "
             "batches again.")
 s1, s2 = st.columns([1, 2])
@@ -187,7 +189,8 @@ if measured:
         "and its row in every draft step. A serving engine with **continuous batching** (vLLM, SGLang: the scheduler "
         "loop of section 4) does not wait for the slowest sequence: at every step each sequence advances by its own "
         "accepted count, a finished request leaves the batch and a waiting one takes its slot, and the KV slots of "
-        "rejected drafts are freed. What stays is the verify's cost: every running sequence's K+1 rows are computed "
+        "rejected drafts are not freed: the request's count of computed tokens is lowered and the next step writes "
+        "over them. What stays is the verify's cost: every running sequence's K+1 rows are computed "
         "whether its drafts are accepted or not. "
         f"**The verify's cost on this CPU:** in the run's grid a verify of K+1 = {measured['k'] + 1} tokens cost "
         f"v = {v_lo['v']:.2f} steps at B = {v_lo['batch']} and {v_hi['v']:.2f} at B = {v_hi['batch']}"
@@ -207,7 +210,7 @@ digraph {
   prop [label="proposer\\n(draft model / EAGLE head /\\nn-gram) drafts K per sequence"];
   verify [label="target: ONE batched forward\\nover every sequence's K+1 tokens"];
   rs [label="rejection sampler\\naccepted + recovered/bonus"];
-  free [label="free the KV slots of\\nrejected tokens"];
+  free [label="lower each sequence's computed\\ncount: rejected slots kept,\\noverwritten next step"];
   sched -> prop -> verify -> rs -> free -> sched;
   knob [shape=note, label="knobs: num_speculative_tokens (K),\\nbatch-size threshold above which"""
                   """\\nspeculation is switched off"];

@@ -193,7 +193,7 @@ def beam_views(steps, tokenizer, greedy_ids: list[int], greedy_logprob: float, b
             v.text("Step until a hypothesis finishes (EOS or max new tokens).", style="caption")
         if step.finished and last:
             v.text(beam_vs_greedy(tokenizer, greedy_ids, greedy_logprob, list(step.finished[0].tokens),
-                                  step.finished[0].logprob, beams), style="info")
+                                  step.finished[0].logprob, beams, penalty), style="info")
         views.append(v)
     return views
 

@@ -115,6 +115,9 @@ class Cycle:
     new_p: float | None = None  # p(new_token) under the target where it was emitted (None: no new token)
     k_asked: int = 0  # the K this cycle asked the drafter for (dynamic K: this cycle's value)
     k_room: int = 0  # the most drafts the token budget allowed (every cycle adds one target token after them)
+    # sum over the WHOLE vocabulary of max(0, p - q) at the rejected position (= TV(p, q)): the residual's mass
+    # before normalising (None: nothing rejected under sampling)
+    residual_mass: float | None = None
 
 
 # ---------------------------------------------------------------- results

@@ -22,6 +22,7 @@ def recompute(kind, g):
         return "accept" if Fraction(str(g["u"])) < min(1, Fraction(str(g["p"])) / Fraction(str(g["q"]))) else "reject"
     if kind in ("residual", "live-residual"):
         pos = [max(Fraction(0), Fraction(str(p)) - Fraction(str(q))) for p, q in zip(g["p"], g["q"])]
+        pos += [Fraction(str(g["other"]))] if "other" in g else []  # the rest's residual mass, given as a sum
         return [float(x / sum(pos)) for x in pos]
     if kind == "tokens-per-pass":
         return sum(g["a"] ** i for i in range(g["k"] + 1))
@@ -162,3 +163,53 @@ def test_live_drills_run_on_a_pair_without_a_draft_model(tiny_llama):
     bare = SimpleNamespace(target=model, tokenizer=tok, draft=None, draft_name="", feature_draft=None, medusa=None)
     d = KINDS["live-greedy-verify"].make(bare, 3)
     assert "the target's early exit proposed" in d.question and "token draft" not in d.question
+
+
+@pytest.mark.fast
+def test_best_k_solution_stays_inside_the_cap_and_says_it_is_capped():
+    """Issue 45 A2: at a = 0.95, c = 0.03, v = 1.19 the best K is the cap; the solution used to show K = 17."""
+    from specviz.practice.drills import K_CAP, best_k_for
+    d = best_k_for(0, 0.95, 0.03, 1.19)
+    assert d.answer == K_CAP == 16
+    assert "K=17" not in d.solution and f"K={K_CAP}:" in d.solution and "capped" in d.solution
+    inner = best_k_for(0, 0.7, 0.1, 1.0)
+    assert inner.answer == 4 and "K=5:" in inner.solution and "capped" not in inner.solution
+
+
+def test_live_residual_is_the_engines_full_vocabulary_residual_bucketed(models):
+    """Issue 45 A9: the rest of the vocabulary is bucketed AFTER max(0, p - q) over every token, so each listed
+    token's answer is the residual the engine drew from, and "other" is what remains of it (it used to lump p and q
+    into "other" first)."""
+    from specviz.practice import drills
+    for seed in range(3):
+        d = make("live-residual", seed, models)
+        # the same run the drill read: its first rejection
+        cyc = None
+        for attempt in range(4):
+            _, cycles = drills.live_cycles(models, seed + 1000 * attempt)
+            cyc = next((c for c in cycles if any(not v.accepted for v in c.verdicts)), None)
+            if cyc:
+                break
+        assert cyc is not None and cyc.residual_mass is not None and cyc.residual_mass > 0
+        engine = {t.id: t.prob for t in cyc.residual_top}
+        listed = d.given["token_ids"]
+        for i, x in zip(listed, d.answer):
+            if i in engine:
+                assert abs(x - engine[i]) <= 0.01, (seed, i, x, engine[i])
+            else:  # outside the engine's top list: its residual is small
+                assert x <= max(engine.values()) + 0.01
+        assert d.answer[0] == 0.0  # the rejected token was over-proposed
+        assert abs(sum(d.answer) - 1) <= 0.01 * len(d.answer)
+
+
+@pytest.mark.fast
+def test_roofline_drill_uses_real_devices_and_accepts_one_either_side():
+    """Issue 45 A8: the bank teaches "ridge ≈ 295" for an H100 (295.2 → 296): ±1 is accepted, and FLOP/s and
+    bandwidth come in pairs of a real device, never 150 TFLOP/s with 0.1 TB/s."""
+    from specviz.practice.drills import DEVICES
+    pairs = {(f, b) for _, f, b in DEVICES}
+    for seed in SEEDS:
+        d = make("roofline-batch", seed)
+        assert (d.given["flops"], d.given["bandwidth"]) in pairs and d.given["device"] in d.question
+        assert grade(d, str(d.answer + 1)).right and grade(d, str(max(1, d.answer - 1))).right
+        assert not grade(d, str(d.answer + 2)).right

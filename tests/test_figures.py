@@ -262,3 +262,22 @@ def test_the_breakdown_waterfall_ends_at_the_measured_speedup():
     assert bars["measure"][-1] == "total" and bars["text"][-1] == "1.15×"
     assert sum(bars["y"][:-1]) == pytest.approx(math.log10(1.15))  # the steps add up (in log) to the measured
     assert bars["x"][0].startswith("if drafting") and len(bars["x"]) == 5
+
+
+def test_beam_vs_greedy_names_pruning_or_the_length_penalty_by_the_scores():
+    """Issue 45 A5: at α = 0, or with equal lengths, the length penalty cannot be why beam returned a less likely
+    sequence than greedy: beam pruned greedy's path. With α and different lengths, it can be."""
+    class _Tok:
+        def decode(self, ids):
+            return " ".join(f"t{i}" for i in ids)
+
+    at_zero = beam_vs_greedy(_Tok(), [1, 2, 3], -4.0, [1, 5, 6, 7], -5.0, beams=3, length_penalty=0.0)
+    same_len = beam_vs_greedy(_Tok(), [1, 2, 3], -4.0, [1, 5, 6], -5.0, beams=3, length_penalty=1.0)
+    for text in (at_zero, same_len):
+        assert "pruned" in text and "length penalty chose" not in text
+    # greedy 3 tokens at -4.0 (score -1.333), beam 8 tokens at -5.0 (score -0.625): the penalty chose beam's
+    penalised = beam_vs_greedy(_Tok(), [1, 2, 3], -4.0, [1, 5, 6, 7, 8, 9, 10, 11], -5.0, beams=3, length_penalty=1.0)
+    assert "length penalty chose" in penalised and "pruned" not in penalised
+    # different lengths but greedy still scores higher after the penalty: pruning again
+    still = beam_vs_greedy(_Tok(), [1, 2, 3, 4], -4.0, [1, 5, 6], -5.0, beams=3, length_penalty=1.0)
+    assert "pruned" in still

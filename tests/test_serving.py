@@ -182,3 +182,21 @@ def test_serving_page_weights_follow_their_own_dtype_and_count_the_loaded_target
     text = " ".join(m.value for m in at.markdown)
     assert "at least **2 GPUs**" in text and "more than an 80 GB GPU has left" not in text
     assert "static batch" in text and "continuous batching" in text
+
+
+@pytest.mark.fast
+def test_past_the_ridge_speculation_still_pays_until_the_verify_costs_more_than_it_commits():
+    """Issue 45 A6: the gain falls below 1 only once v + Kc > tokens per pass, not as soon as the batch is large or
+    the verify's linear layers turn compute-bound (the bank's spec-at-batch-64 answer: ≈ 1.08 steps there)."""
+    from specviz.theory import expected_tokens
+    shape, dev, a, k, c = S.KNOWN_SHAPES[0], S.H100_SXM, 0.7, 4, 0.05
+    ridge_batch = S.compute_bound_batch(dev, k + 1)
+    batches = [b for b in (1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)]
+    gains = S.roofline_speedups(shape, dev, a, k, c, batches, context=128)
+    for b, g in zip(batches, gains):
+        v = S.step_seconds(shape, dev, b, k + 1, 128) / S.step_seconds(shape, dev, b, 1, 128)
+        assert (g < 1.0) == (v + k * c > expected_tokens(a, k))
+    past = [g for b, g in zip(batches, gains) if b > ridge_batch]
+    assert past and past[0] > 1.0  # compute-bound verify, and speculation still pays
+    page = (ROOT / "pages" / "8_Serving_lab.py").read_text()
+    assert "stops paying at large batch" not in page and "the gain falls below 1:" not in page

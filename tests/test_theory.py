@@ -66,3 +66,41 @@ def test_bench_best_k_check_picks_from_positions_and_scores_against_the_fastest_
     assert b["picked"] == max(gains, key=gains.get) == 3 and b["predicted"] == pytest.approx(gains[3])
     assert b["fastest"] == 3 and b["picked_vs_fastest"] == pytest.approx(1.0)
     assert best_k_check(rows, fm, "feature") is None  # no feature rows ran
+
+
+def test_clustered_or_rising_acceptance_gives_fewer_tokens_than_the_iid_estimate():
+    """Issue 45 A1: with a = accepted ÷ ruled on, acceptance rising with depth gives FEWER tokens per pass than
+    the i.i.d. estimate at that a, not more (the bank and the Speedup lab used to say the opposite)."""
+    from specviz.theory import pooled_acceptance
+    rates = [0.6, 0.8, 0.8, 0.8]
+    a = pooled_acceptance(rates, 4)
+    assert a == pytest.approx(1.7712 / 2.464)  # accepted 0.6 + 0.48 + 0.384 + 0.3072 over ruled 1 + 0.6 + 0.48 + 0.384
+    assert round(a, 3) == 0.719
+    assert expected_tokens(a, 4) == pytest.approx(2.87, abs=0.005)
+    assert tokens_from_positions(rates, 4) == pytest.approx(2.7712)
+    assert tokens_from_positions(rates, 4) < expected_tokens(a, 4)
+    # equal rates pool to themselves and meet the estimate exactly
+    assert pooled_acceptance([0.7] * 4, 4) == pytest.approx(0.7)
+    assert tokens_from_positions([0.7] * 4, 4) == pytest.approx(expected_tokens(0.7, 4))
+    for rates in ([0.3, 0.9], [0.5, 0.6, 0.7, 0.8, 0.9], [0.2, 1.0, 1.0]):
+        k = len(rates)
+        assert tokens_from_positions(rates, k) < expected_tokens(pooled_acceptance(rates, k), k)
+
+
+def test_the_projects_own_benchmark_rows_sit_below_their_iid_estimate():
+    import json
+    import pathlib
+    rows = json.loads((pathlib.Path(__file__).parents[1] / "docs" / "bench-2026-11-23b.json").read_text())["rows"]
+    spec = [r for r in rows.values() if "tau" in r]
+    assert spec
+    assert all(r["mean_acceptance_length"] <= r["tau"] for r in spec)
+
+
+def test_no_text_says_clustered_acceptance_pushes_runs_above_the_estimate():
+    import pathlib
+    import re
+    root = pathlib.Path(__file__).parents[1]
+    texts = [root / "specviz" / "qa" / "qa.yaml", root / "specviz" / "theory.py", root / "pages" / "3_Speedup_lab.py"]
+    for path in texts:
+        flat = re.sub(r"\s+", " ", path.read_text())
+        assert not re.search(r"cluster\w*[^.]{0,60}(above|more tokens)", flat), path.name

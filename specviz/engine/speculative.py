@@ -135,4 +135,6 @@ def cycle_event(tokenizer, top_n: int, *, cycle: int, context_len: int, drafts: 
         verify_mode="greedy" if greedy else "sampling", draft_passes=draft_passes, prefill=prefill,
         target_top=tuple(top_probs(tokenizer, p[i], 1)[0] for i in range(len(drafts) + 1)),
         p_draft=tuple(float(p[i, x]) for i, x in enumerate(drafts)),
-        new_p=float(p[v.accepted, v.token]) if v.token is not None else None, k_asked=k_asked, k_room=k_room)
+        new_p=float(p[v.accepted, v.token]) if v.token is not None else None, k_asked=k_asked, k_room=k_room,
+        residual_mass=(float((p[v.accepted] - q_of(v.accepted)).clamp(min=0).sum())
+                       if v.residual is not None else None))

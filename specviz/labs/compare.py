@@ -11,7 +11,8 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 PACKING_BENCH = "bench-2026-11-23b.json"  # the run with packed and unpacked forwards side by side (README)
 
 
-def beam_vs_greedy(tokenizer, greedy_ids, greedy_lp, beam_ids, beam_lp, beams: int) -> str:
+def beam_vs_greedy(tokenizer, greedy_ids, greedy_lp, beam_ids, beam_lp, beams: int,
+                   length_penalty: float = 1.0) -> str:
     if beams == 1:  # one beam keeps only the best token each step: greedy itself, whatever the prompt
         return ("With B = 1, beam search keeps a single hypothesis, the best token at every step: it *is* greedy "
                 "search, so the two match by construction. Raise B to let beam keep tokens that look worse now.")
@@ -29,9 +30,23 @@ def beam_vs_greedy(tokenizer, greedy_ids, greedy_lp, beam_ids, beam_lp, beams: i
         return (f"Beam search found a sequence greedy missed, with higher total log-probability "
                 f"({beam_lp:.2f} vs {greedy_lp:.2f}). They branch off {where}: greedy took “{g_tok}”, beam kept "
                 f"“{b_tok}”, which looked worse at that step but led somewhere more likely overall.")
-    return (f"The two differ {where} (greedy “{g_tok}”, beam “{b_tok}”), but greedy's sequence has the higher total "
-            f"log-probability ({greedy_lp:.2f} vs {beam_lp:.2f}): beam ranks by the length-penalised score, "
-            "not raw log-probability, and lengths differ.")
+    differ = (f"The two differ {where} (greedy “{g_tok}”, beam “{b_tok}”), but greedy's sequence has the higher total "
+              f"log-probability ({greedy_lp:.2f} vs {beam_lp:.2f})")
+    # two causes, told apart by the scores: the length penalty can only reorder hypotheses of different lengths
+    # (and not at all when alpha = 0); otherwise beam never kept greedy's path to the end
+    g_len, b_len = max(len(greedy_ids), 1), max(len(beam_ids), 1)
+    g_score, b_score = greedy_lp / g_len ** length_penalty, beam_lp / b_len ** length_penalty
+    if length_penalty != 0 and g_len != b_len and b_score > g_score:
+        return (f"{differ}: beam ranks finished hypotheses by log p / L^α, and with α = {length_penalty:g} its "
+                f"{b_len}-token sequence scores {b_score:.3f} against greedy's {g_len} tokens' {g_score:.3f}. "
+                "The length penalty chose it, not probability.")
+    return (f"{differ}: the length penalty is not why"
+            + (" (α = 0: beam compares raw log-probabilities)" if length_penalty == 0 else
+               f" (both have {g_len} tokens: dividing by the same L^α cannot reorder them)" if g_len == b_len else
+               f" (greedy would score {g_score:.3f} against beam's {b_score:.3f} even after it)")
+            + f". Beam pruned greedy's path: at some step greedy's prefix fell out of the {beams} best partial "
+            "hypotheses, so beam never finished it. Keeping the B best prefixes is no guarantee of keeping the "
+            "best sequence — beam search can return something less likely than greedy.")
 
 
 def length_penalty_note(hypotheses, penalty: float) -> str | None:

@@ -110,7 +110,9 @@ def residual(rng: random.Random, seed: int) -> Drill:
         dict(p=p, q=q, tokens=tokens), answer, 0.01,
         f"$\\max(0, p - q) = ({_fmt(_r(x) for x in pos)})$, summing to {sum(pos):.2f}; divided by that sum: "
         f"$({_fmt(answer)})$. Tokens the draft over-proposed ($q \\ge p$) get nothing: they already received their "
-        "full $p$ on the accept branch. Drawing from p instead would count them twice.",
+        "full $p$ on the accept branch. Drawing from p instead would give every token an extra $(1 - \\beta)\\,p(x)$ "
+        "on top of $\\min(p(x), q(x))$ ($\\beta$ = the acceptance probability): the over-proposed ones would end "
+        "above $p$, the others below it.",
         "pages/4_Lossless_lab.py", "list")
 
 
@@ -146,21 +148,36 @@ def walltime(rng: random.Random, seed: int) -> Drill:
         "pages/3_Speedup_lab.py")
 
 
+K_CAP = 16  # the largest K the best-k drill offers
+
+
 def best_k_drill(rng: random.Random, seed: int) -> Drill:
     while True:  # the best K must stand out: the runner-up at least 1 % worse, or no K near 1
         a, c = _r(rng.uniform(0.3, 0.95), 2), _r(rng.uniform(0.02, 0.6), 2)
         v = 1.0 if rng.random() < 0.6 else _r(rng.uniform(1.05, 1.5), 2)
-        gains = sorted((walltime_improvement(a, k, c, v) for k in range(1, 17)), reverse=True)
+        gains = sorted((walltime_improvement(a, k, c, v) for k in range(1, K_CAP + 1)), reverse=True)
         if gains[0] > 1.01 and gains[1] < gains[0] * 0.99 or gains[0] < 0.99:
             break
-    k = best_k(a, c, v)
-    where = ", ".join(f"K={j}: {walltime_improvement(a, j, c, v):.3f}" for j in range(max(1, k - 1), (k or 1) + 2))
+    return best_k_for(seed, a, c, v)
+
+
+def best_k_for(seed: int, a: float, c: float, v: float) -> Drill:
+    """The best-k drill at given a, c, v (its worked solution shows the improvement around the peak)."""
+    gains = sorted((walltime_improvement(a, k, c, v) for k in range(1, K_CAP + 1)), reverse=True)
+    k = best_k(a, c, v, K_CAP)
+    capped = k == K_CAP and walltime_improvement(a, K_CAP + 1, c, v) > walltime_improvement(a, K_CAP, c, v)
+    # the window around the peak stays inside 1..K_CAP: at the cap there is no K + 1 to show
+    where = ", ".join(f"K={j}: {walltime_improvement(a, j, c, v):.3f}"
+                      for j in range(max(1, k - 1), min(K_CAP, (k or 1) + 1) + 1))
     return Drill(
         "best-k", seed,
-        f"$a = {a}$, $c = {c}$, $v = {v:g}$. Which K in 1..16 maximises the estimated walltime improvement "
+        f"$a = {a}$, $c = {c}$, $v = {v:g}$. Which K in 1..{K_CAP} maximises the estimated walltime improvement "
         "$\\frac{1 - a^{K+1}}{(1 - a)(Kc + v)}$? Answer 0 if no K beats plain decoding (don't speculate).",
-        dict(a=a, c=c, v=v, k_max=16), k, 0.0,
-        (f"Evaluate the improvement per K around the peak: {where}. It rises while one more draft adds more "
+        dict(a=a, c=c, v=v, k_max=K_CAP), k, 0.0,
+        (f"Evaluate the improvement per K near the cap: {where}. It still rises at K = {K_CAP}: the optimum is "
+         f"capped, **K = {K_CAP}** is the best allowed (without the cap a larger K would do better still)."
+         if capped else
+         f"Evaluate the improvement per K around the peak: {where}. It rises while one more draft adds more "
          f"expected tokens than it costs, then falls: the best is **K = {k}**." if k != DONT_SPECULATE else
          f"Even the best K gives {gains[0]:.3f} ≤ 1: **don't speculate** (0)."
          + (" With v = 1 this happens exactly when a ≤ c (Leviathan et al., Corollary 3.9)." if v == 1.0 else "")),
@@ -225,22 +242,29 @@ def greedy_verify(rng: random.Random, seed: int) -> Drill:
            f"{k + 1} tokens."), "pages/2_Speculative_decoding.py", "int")
 
 
+DEVICES = [  # (name, dense bf16 tensor FLOP/s, memory bandwidth B/s) from the vendors' data sheets
+    ("A100 SXM 80GB", 312e12, 2.039e12), ("H100 SXM", 989e12, 3.35e12), ("H200 SXM", 989e12, 4.8e12),
+    ("L4", 121e12, 0.3e12), ("A10", 125e12, 0.6e12), ("MI300X", 1307e12, 5.3e12)]
+
+
 def roofline_batch(rng: random.Random, seed: int) -> Drill:
-    flops = rng.choice([312e12, 989e12, 2e12, 150e12])  # dense bf16 peaks (A100, H100), a CPU, a small GPU
-    bandwidth = rng.choice([2.0e12, 3.35e12, 4.8e12, 0.1e12, 1.0e12])
+    name, flops, bandwidth = rng.choice(DEVICES)  # real pairs: no device has 150 TFLOP/s with 0.1 TB/s
     tokens = rng.choice([1, 1, 2, 5, 8])
     bytes_per_value = 2
     ridge = flops / bandwidth
     answer = max(1, math.ceil(ridge * bytes_per_value / (2.0 * tokens)))
     return Drill(
         "roofline-batch", seed,
-        f"A device with {flops / 1e12:g} TFLOP/s and {bandwidth / 1e12:g} TB/s. Weights in bf16 (2 bytes). Each "
-        f"sequence feeds {tokens} token{'s' if tokens > 1 else ''} per step (1: decode; more: a verify pass). From "
-        "which batch size on are the linear layers compute-bound (smallest integer)?",
-        dict(flops=flops, bandwidth=bandwidth, tokens_per_seq=tokens, bytes_per_value=bytes_per_value), answer, 0.0,
+        f"An {name}: {flops / 1e12:g} TFLOP/s dense bf16 and {bandwidth / 1e12:g} TB/s. Weights in bf16 (2 bytes). "
+        f"Each sequence feeds {tokens} token{'s' if tokens > 1 else ''} per step (1: decode; more: a verify pass). "
+        "From which batch size on are the linear layers compute-bound (smallest integer; ±1 accepted, as a ridge "
+        "rounded to whole FLOP/byte moves it by one)?",
+        dict(flops=flops, bandwidth=bandwidth, tokens_per_seq=tokens, bytes_per_value=bytes_per_value, device=name),
+        answer, 1.0,
         f"Ridge point: {flops / 1e12:g}e12 / {bandwidth / 1e12:g}e12 = {ridge:.1f} FLOP/byte. Linear layers do 2 FLOPs "
         f"per weight per token and read each 2-byte weight once per step: intensity = 2·B·{tokens} / 2 = "
-        f"B·{tokens}. B·{tokens} ≥ {ridge:.1f} → **B = {answer}**.", "pages/8_Serving_lab.py", "int")
+        f"B·{tokens}. B·{tokens} ≥ {ridge:.1f} → **B = {answer}** (the ridge taken as {round(ridge)} gives "
+        f"{max(1, math.ceil(round(ridge) / tokens))}).", "pages/8_Serving_lab.py", "int")
 
 
 def beam_rank(rng: random.Random, seed: int) -> Drill:
@@ -379,26 +403,32 @@ def live_residual(models, seed: int) -> Drill:
     text = {t.id: t.text for t in list(v.p_top) + list(v.q_top)} | {v.token: v.text}
     pmap, qmap = {t.id: t.prob for t in v.p_top} | {v.token: v.p}, {t.id: t.prob for t in v.q_top} | {v.token: v.q}
     # the rejected token first, then tokens whose p AND q the trace holds (a token outside one top list has an
-    # unknown probability there, not 0): the buckets are exact, the rest of the vocabulary is "other"
+    # unknown probability there, not 0). The residual is taken token by token over the WHOLE vocabulary: lumping
+    # the rest into one "other" bucket first would give max(0, sum p - sum q), which cancels mass inside the bucket.
+    # So "other" gets its share of the engine's residual, sum over its tokens of max(0, p - q), from the trace.
     ids = [v.token] + [t.id for t in v.p_top if t.id in qmap and t.id != v.token][:3]
-    p = [_r(pmap[i], 3) for i in ids]
-    q = [_r(qmap[i], 3) for i in ids]
-    p.append(_r(max(0.0, 1 - sum(p)), 3))  # "other": the rest of the vocabulary as one token
-    q.append(_r(max(0.0, 1 - sum(q)), 3))
-    tokens = [_tok(text[i]) for i in ids] + ["other"]
-    pos = [max(0.0, a - b) for a, b in zip(p, q)]
+    p = [_r(pmap[i], 4) for i in ids]
+    q = [_r(qmap[i], 4) for i in ids]
+    listed = sum(max(0.0, pmap[i] - qmap[i]) for i in ids)
+    other = _r(max(0.0, c.residual_mass - listed), 4)
+    tokens = [_tok(text[i]) for i in ids]
+    pos = [max(0.0, a - b) for a, b in zip(p, q)] + [other]
     answer = [_r(x / sum(pos)) for x in pos]
     return Drill(
         "live-residual", seed,
-        f"A real rejection (prompt “{prompt}”, cycle {c.cycle + 1}): the draft's {_tok(v.text)} was rejected. Over "
-        f"the tokens {', '.join(tokens)} (the rest of the vocabulary lumped into “other”), target $p = ({_fmt(p)})$ "
-        f"and draft $q = ({_fmt(q)})$. Give the residual $\\mathrm{{normalize}}(\\max(0, p - q))$ over these "
-        f"{len(tokens)} buckets.",
-        dict(p=p, q=q, tokens=tokens, prompt=prompt, cycle=c.cycle), answer, 0.01,
-        f"$\\max(0, p - q) = ({_fmt(_r(x) for x in pos)})$, sum {sum(pos):.3f}; normalised: $({_fmt(answer)})$. The "
-        f"rejected {_tok(v.text)} gets nothing: the draft over-proposed it ($q > p$). The next token is drawn from "
-        "the residual"
-        + ((f": here the engine drew {_tok(c.new_text)}" + ("" if c.new_token in ids else ", from “other”") + ".")
+        f"A real rejection (prompt “{prompt}”, cycle {c.cycle + 1}): the draft's {_tok(v.text)} was rejected. For "
+        f"the tokens {', '.join(tokens)}, target $p = ({_fmt(p)})$ and draft $q = ({_fmt(q)})$; over the rest of "
+        f"the vocabulary, token by token, $\\sum \\max(0, p - q) = {other:g}$. Give the residual "
+        f"$\\mathrm{{normalize}}(\\max(0, p - q))$ as {len(pos)} numbers: the {len(tokens)} tokens, then the rest "
+        "of the vocabulary as one bucket.",
+        dict(p=p, q=q, other=other, tokens=tokens + ["other"], token_ids=ids, prompt=prompt, cycle=c.cycle),
+        answer, 0.01,
+        f"$\\max(0, p - q) = ({_fmt(_r(x, 4) for x in pos[:-1])})$ and {other:g} for the rest, sum {sum(pos):.4f} "
+        f"(= TV(p, q)); normalised: $({_fmt(answer)})$ — the engine's own residual, summed per bucket. The rejected "
+        f"{_tok(v.text)} gets nothing: the draft over-proposed it ($q > p$). Note the rest is not "
+        "$\\max(0, \\sum p - \\sum q)$: inside it some tokens have $p > q$ and others $p < q$, and only the "
+        "positive parts count. The next token is drawn from the residual"
+        + ((f": here the engine drew {_tok(c.new_text)}" + ("" if c.new_token in ids else ", from the rest") + ".")
            if c.new_origin == "resampled" else "."),
         "pages/2_Speculative_decoding.py", "list")
 
