@@ -290,7 +290,7 @@ def countdown(m, limit: int) -> None:
 def mock_verdict(mock, m, learner) -> None:
     v = Q.mock_verdict(m.scores)
     st.subheader(f"Verdict: {v.level} ({Q.LEVEL_NAMES.get(v.level, 'start with the fundamentals')})")
-    st.markdown(f"{round(100 * v.mean)} % of the rubric points over {len(m.scores)} steps. Rule: {Q.VERDICT_RULE}")
+    st.markdown(f"Mean step score {round(100 * v.mean)} % over {len(m.scores)} steps. Rule: {Q.VERDICT_RULE}")
     st.dataframe([{"Step": n + 1, "Question": s.question, "Score": Q.fmt(x)}
                   for n, (s, x) in enumerate(zip(mock.steps, m.scores))], hide_index=True, width="stretch")
     if v.weakest is not None and m.scores[v.weakest] < 1:

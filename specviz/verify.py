@@ -103,6 +103,12 @@ class TokenTree:
     def __post_init__(self):
         if len(self.tokens) != len(self.parents) or any(not -1 <= a < i for i, a in enumerate(self.parents)):
             raise ValueError(f"not a tree in topological order: parents {self.parents}")
+        # a negative id would index from the END of the vocabulary in Python: refuse it (vLLM's tests do too)
+        vocab = self.q.shape[-1] if self.q is not None else None
+        bad = [t for t in self.tokens if t < 0 or vocab is not None and t >= vocab]
+        if bad:
+            raise ValueError(f"draft token id {bad[0]} is outside the vocabulary (0..{(vocab or 0) - 1})"
+                             if vocab else f"draft token id {bad[0]} is negative")
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -170,6 +176,9 @@ def verify_tree(tree: TokenTree, p: torch.Tensor, greedy: bool, gen: torch.Gener
     plain greedy for any tree). Sampling: recursive rejection sampling over each node's children in turn;
     output ~ p exactly as long as each q is what its node was really drawn from (one-hot for deterministic
     picks). Taking "the longest accepted path" instead is biased (tests/test_tree_verify.py)."""
+    vocab = p.shape[-1]
+    if any(t >= vocab for t in tree.tokens):
+        raise ValueError(f"draft token id {max(tree.tokens)} is outside the vocabulary (0..{vocab - 1})")
     rulings, path, node = [], [], -1
     while True:
         row, kids = p[node + 1], tree.children(node)

@@ -150,3 +150,11 @@ def test_timer_and_formatting():
     assert "box 1 of 5" in Q.box_message(1) and "this session" in Q.box_message(1)
     assert "3 days" in Q.box_message(3)
     assert set(Q.LEVEL_NAMES) == set(LEVELS)
+
+
+def test_the_verdict_rule_says_what_the_code_computes():
+    """Issue 45 A11: the rule said "points ticked over the whole chain" while the code averages step scores. With
+    steps of 2 and 6 points, 2/2 and 3/6 pool to 5/8 = 62.5 % but average 75 %: the rule must name the mean."""
+    v = Q.mock_verdict([2 / 2, 3 / 6])
+    assert v.mean == pytest.approx(0.75)
+    assert "mean of its step scores" in Q.VERDICT_RULE and "over the whole chain" not in Q.VERDICT_RULE

@@ -103,3 +103,23 @@ def test_sampling_verification_outputs_p():
     assert chisquare(counts.numpy(), (p_row * n).numpy()).pvalue > 1e-3
     # and it is not q's distribution
     assert chisquare(counts.numpy(), (q_row * n).numpy()).pvalue < 1e-6
+
+
+@pytest.mark.parametrize("greedy", [True, False])
+@pytest.mark.parametrize("with_q", [True, False])
+def test_draft_ids_outside_the_vocabulary_are_refused(greedy, with_q):
+    """Issue 45 B: verify([-1], ...) used to read the LAST vocabulary entry (Python's negative index) and emit -1.
+    Ids below 0 and at or above the vocabulary size are refused with a clear error, in verify and verify_tree."""
+    from specviz.verify import TokenTree, verify_tree
+    vocab = 5
+    p = torch.softmax(torch.randn(2, vocab, generator=torch.Generator().manual_seed(0)), -1)
+    q = torch.full((1, vocab), 1.0 / vocab) if with_q else None
+    for bad in (-1, -vocab, vocab, vocab + 7):
+        with pytest.raises(ValueError, match="outside the vocabulary|negative"):
+            verify([bad], q, p, greedy, torch.Generator().manual_seed(1))
+        with pytest.raises(ValueError, match="outside the vocabulary|negative"):
+            verify_tree(TokenTree((0, bad), (-1, -1)), torch.cat([p, p[:1]]), greedy,
+                        torch.Generator().manual_seed(1))
+    for ok in (0, vocab - 1):  # both ends of the vocabulary are fine
+        v = verify([ok], q, p, greedy, torch.Generator().manual_seed(1))
+        assert v.token is None or 0 <= v.token < vocab

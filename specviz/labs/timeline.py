@@ -59,6 +59,14 @@ class Lane:
         verify = [s.ms for s in self.spans if s.stage == "verify"]
         return statistics.median(verify) if verify else float("nan")
 
+    def forward_quartiles(self) -> tuple[float, float]:
+        """25th and 75th percentile ms of the target forwards: the spread a single median hides."""
+        verify = [s.ms for s in self.spans if s.stage == "verify"]
+        if len(verify) < 2:
+            return (verify[0], verify[0]) if verify else (float("nan"), float("nan"))
+        q = statistics.quantiles(verify, n=4)
+        return q[0], q[2]
+
 
 def spans_of(laps: list) -> list[Span]:
     """Decoding.lap marks -> spans: each mark ends a stage begun at the mark before it; a "start" mark only
@@ -114,6 +122,9 @@ def summary(lanes: list[Lane]) -> dict:
         out.append({"name": ln.name, "total_ms": ln.total_ms, "tokens": len(ln.tokens), "cycles": len(ln.emitted),
                     "stage_ms": {s: ln.stage_ms(s) for s in STAGES},
                     "forward_ms": forward, "forward_vs_plain": forward / plain.forward_ms(),
+                    # v's spread, wide on purpose: this lane's quartiles over plain greedy's opposite quartiles
+                    "forward_vs_plain_range": (ln.forward_quartiles()[0] / plain.forward_quartiles()[1],
+                                               ln.forward_quartiles()[1] / plain.forward_quartiles()[0]),
                     "positions": statistics.median(ln.positions) if ln.positions else 0,
                     "ms_per_token": ln.total_ms / max(1, len(ln.tokens)),
                     "verify_share": ln.stage_ms("verify") / max(ln.total_ms, 1e-9),

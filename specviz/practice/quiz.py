@@ -194,9 +194,10 @@ def summarize(order: Sequence[str], scores: dict[str, float], by_id: dict[str, Q
 
 
 # ---------------------------------------------------------------------------------------------- mock interview
-VERDICT_RULE = ("**L6** when the rubric points ticked over the whole chain reach 80 % and no step falls under 60 % "
-                "(the deep follow-ups answered too); **L5** when they reach 50 %; **L4** when they reach 25 %; "
-                "below 25 % **not yet L4** (the fundamentals first).")
+VERDICT_RULE = ("each step scores the share of its rubric points made; the chain's score is the mean of its step "
+                "scores (every step weighs the same, however many points it has). **L6** when that mean reaches "
+                "80 % and no step falls under 60 % (the deep follow-ups answered too); **L5** when it reaches 50 %; "
+                "**L4** when it reaches 25 %; below 25 % **not yet L4** (the fundamentals first).")
 
 
 @dataclass(frozen=True)
