@@ -98,8 +98,9 @@ if st.session_state.get("ll_pq", (None,))[0] != pq_key:  # one target and one dr
     st.session_state["ll_pq"] = (pq_key, first_token_distributions(
         models.target, make_drafter(kind, models, early_exit_layers=4), ids, cfg))
 p1, q1 = st.session_state["ll_pq"][1]
-power = {mistake: [detection_power(p1, output_distribution(p1, q1, mistake), m, positions) for m in SAMPLES]
-         for mistake in ("resample_p", "greedy_draft")}
+# each mistake's output distribution once (a pass over the whole vocabulary, ~60 ms), not once per sample count
+wrong = {mistake: output_distribution(p1, q1, mistake) for mistake in ("resample_p", "greedy_draft")}
+power = {mistake: [detection_power(p1, w, m, positions) for m in SAMPLES] for mistake, w in wrong.items()}
 st.caption(
     f"**What this test can see** (calculated from token 1's exact p and q on this prompt; {positions} test"
     f"{'s' if positions > 1 else ''} at 0.05 / {positions}): the chance it rejects a sampler that resamples from p "

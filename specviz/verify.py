@@ -7,7 +7,7 @@ Given the drafts x_1..x_n, the distributions q_i they were drawn from and the ta
                          (the correction). Output == plain greedy, with any drafter.
   sampling verification: accept x_i with probability min(1, p_i(x)/q_i(x)); at the first rejection draw
                          from the residual normalize(max(0, p_i - q_i)). Output ~ p exactly
-                         (Leviathan et al. 2023, Theorem 3.5; Chen et al. 2023).
+                         (Leviathan et al. 2023, Appendix A.1; Chen et al. 2023, Theorem 1).
 
 If all n pass, p_{n+1} gives one more token for free (the bonus). An accepted end-of-sequence token ends
 the output, so nothing after it is ruled on and no token is added.

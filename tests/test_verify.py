@@ -87,7 +87,7 @@ def test_an_accepted_eos_ends_the_ruling():
 
 
 def test_sampling_verification_outputs_p():
-    """The first token out of one draft + verification is distributed as p (Leviathan et al. Thm 3.5),
+    """The first token out of one draft + verification is distributed as p (Leviathan et al. 2023, Appendix A.1),
     whatever q is; a chi-square test over 20000 draws."""
     from scipy.stats import chisquare
 

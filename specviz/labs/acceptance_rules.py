@@ -8,7 +8,7 @@ token is accepted, under each rule:
   exact match, self-draft      the same with q = p (a draft that is the target): P = sum_x p(x)^2, far below 1
                                whenever p is spread out, although the draft is perfect.
   rejection sampling           accept x ~ q with probability min(1, p(x)/q(x)), else draw from the residual:
-                               P = sum_x min(p(x), q(x)) = 1 - TV(p, q). Lossless (Leviathan et al. 2023, Thm 3.5).
+                               P = sum_x min(p(x), q(x)) = 1 - TV(p, q). Lossless (Leviathan et al. 2023, Appendix A.1).
   greedy match                 a greedy draft against greedy verification: accepted iff argmax q == argmax p
                                (1 or 0). Lossless for greedy decoding; it says nothing about sampling.
   typical acceptance           Medusa's rule: accept x ~ q when p(x) > min(eps, delta * exp(-H(p)))
