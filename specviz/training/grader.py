@@ -1,0 +1,203 @@
+"""The answer grader's head, trained and measured on the hand-labelled set (specviz/practice/grading_labels.yaml).
+
+The set is split by card: the held-out cards' answers never reach training, the threshold or any choice made here;
+`evaluate` reads them once, to report. Training fits a logistic regression over grade.FEATURES by gradient descent
+(numpy-free: torch, a few hundred rows), re-picking each point's best clause with the current weights between
+rounds, then picks the threshold that maximises agreement on the tuning part.
+"""
+from __future__ import annotations
+
+import json
+import pathlib
+import time
+from dataclasses import dataclass
+
+import yaml
+
+from specviz.errors import SpecVizError
+from specviz.practice import grade as G
+
+LABELS = pathlib.Path(__file__).resolve().parents[1] / "practice" / "grading_labels.yaml"
+TARGETS = dict(agreement=0.85, kappa=0.7, wrong_max=0.25, strong_min=0.6)
+PRIOR = {"bias": -6.0, "sim": 8.0, "margin_vs_misconception": 4.0, "stance_conflict": -3.0, "stance_agree": 1.0}
+
+
+@dataclass(frozen=True)
+class Labelled:
+    card: str
+    kind: str
+    voice: str
+    answer: str
+    labels: tuple[bool, ...]
+    evidence: tuple[str | None, ...] = ()
+
+
+def load_labels(path: pathlib.Path = LABELS) -> tuple[list[Labelled], set[str]]:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    rows = [Labelled(a["card"], a["kind"], a["voice"], str(a["answer"]).strip(), tuple(bool(x) for x in a["labels"]),
+                     tuple(a.get("evidence") or [None] * len(a["labels"]))) for a in data["answers"]]
+    return rows, set(data["held_out_cards"])
+
+
+def cards_by_id() -> dict:
+    from specviz.qa.bank import bank
+    return {q.id: q for q in bank().questions}
+
+
+def split(rows: list[Labelled], held_out: set[str]) -> tuple[list[Labelled], list[Labelled]]:
+    return [r for r in rows if r.card not in held_out], [r for r in rows if r.card in held_out]
+
+
+def _fit(X, y, weights, steps: int = 1500, lr: float = 0.05, l2_hand: float = 1e-3, l2_pair: float = 1.0):
+    """Logistic regression by Adam; the embedding-interaction weights regularised harder than the hand ones (768
+    of them on a few hundred labels)."""
+    import torch
+    w = torch.tensor(weights, dtype=torch.float32, requires_grad=True)
+    X, y = torch.stack(X), torch.tensor(y, dtype=torch.float32)
+    n = len(G.FEATURES)
+    opt = torch.optim.Adam([w], lr=lr)
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = (torch.nn.functional.binary_cross_entropy_with_logits(X @ w, y) + l2_hand * (w[1:n] ** 2).sum()
+                + l2_pair * (w[n:] ** 2).sum())
+        loss.backward()
+        opt.step()
+    return w.detach().tolist()
+
+
+def _examples(rows: list[Labelled], cards: dict, enc, weights) -> tuple[list, list]:
+    """One feature vector per label. A point the hand labels made is read at its labelled evidence (exact
+    supervision); a point not made at the clause the current weights rate best (the hardest negative)."""
+    X, y = [], []
+    for r in rows:
+        rubric = cards[r.card].rubric
+        evidence = {}
+        for j, (lab, ev) in enumerate(zip(r.labels, r.evidence)):
+            at = r.answer.find(ev) if lab and ev else -1
+            if at >= 0:
+                evidence[j] = (at, at + len(ev))
+        extra = list(dict.fromkeys(evidence.values()))
+        spans, _, x = G.candidates(rubric, r.answer, enc, extra)
+        regular = len(spans) - len(extra)
+        best = G.logits(x[:regular], weights).argmax(dim=0)
+        for j, lab in enumerate(r.labels):
+            i = regular + extra.index(evidence[j]) if j in evidence else int(best[j])
+            X.append(x[i, j])
+            y.append(float(lab))
+    return X, y
+
+
+def train(rows: list[Labelled], rounds: int = 3, write: bool = True, penalty: float = 0.01, **fit) -> dict:
+    """Fit the head on `rows` (the tuning part only) and write models/grader/head.json."""
+    cards = cards_by_id()
+    enc = G.default_encoder()
+    hidden = enc.model.config.hidden_size
+    weights = [PRIOR.get(f, 0.0) for f in G.FEATURES] + [0.0] * (2 * hidden)
+    for _ in range(rounds):
+        X, y = _examples(rows, cards, enc, weights)
+        weights = _fit(X, y, weights, **fit)
+    feats = [G.pair_features(r.card, cards[r.card].rubric, r.answer, enc, weights) for r in rows]
+    y = [lab for r in rows for lab in r.labels]
+
+    def quality(t: float) -> tuple[float, float]:
+        """Agreement at threshold t, less a penalty per answer outside the targets (a wrong or off-topic answer
+        over 0.25 of its points, a strong one under 0.6): the tuning part's own targets, never the held-out's."""
+        agree, misses = 0, 0
+        for r, per in zip(rows, feats):
+            made = [G.probability(x, weights) >= t and numeric is not False for x, _, numeric in per]
+            agree += sum(m == lab for m, lab in zip(made, r.labels))
+            score = sum(made) / len(made)
+            misses += (r.kind in ("wrong", "off-topic") and score > TARGETS["wrong_max"]) or \
+                (r.kind == "strong" and score < TARGETS["strong_min"])
+        return agree / len(y) - penalty * misses, agree / len(y)
+
+    best = max(((quality(t), t) for t in [i / 100 for i in range(20, 86)]), key=lambda q: q[0][0])
+    h = {"features": list(G.FEATURES), "hidden": hidden, "threshold": best[1],
+         "trained_on": {"answers": len(rows), "labels": len(y), "cards": len({r.card for r in rows}),
+                        "agreement": round(best[0][1], 4)},
+         "weights": [round(w, 5) for w in weights]}
+    if write:
+        G.HEAD_FILE.parent.mkdir(parents=True, exist_ok=True)
+        G.HEAD_FILE.write_text(json.dumps(h) + "\n")
+        G.head.cache_clear()
+    return h
+
+
+def kappa(pairs: list[tuple[bool, bool]]) -> float:
+    n = len(pairs)
+    if not n:
+        return float("nan")
+    po = sum(a == b for a, b in pairs) / n
+    pa, pb = sum(a for a, _ in pairs) / n, sum(b for _, b in pairs) / n
+    pe = pa * pb + (1 - pa) * (1 - pb)
+    return (po - pe) / (1 - pe) if pe < 1 else 1.0
+
+
+def evaluate(rows: list[Labelled]) -> dict:
+    """Grade every answer with the shipped head; compare with the hand labels."""
+    cards = cards_by_id()
+    enc = G.default_encoder()
+    pairs, per_card, answers, times = [], {}, [], []
+    for r in rows:
+        t0 = time.perf_counter()
+        g = G.grade(cards[r.card], r.answer, enc)
+        times.append(time.perf_counter() - t0)
+        made = [p.made for p in g.points]
+        pairs += list(zip(made, r.labels))
+        c = per_card.setdefault(r.card, [0, 0])
+        c[0] += sum(a == b for a, b in zip(made, r.labels))
+        c[1] += len(made)
+        answers.append({"card": r.card, "kind": r.kind, "voice": r.voice, "score": round(g.score, 3),
+                        "hand_score": round(sum(r.labels) / len(r.labels), 3)})
+    tp = sum(a and b for a, b in pairs)
+    fp = sum(a and not b for a, b in pairs)
+    fn = sum(b and not a for a, b in pairs)
+    wrong = [a for a in answers if a["kind"] in ("wrong", "off-topic")]
+    strong = [a for a in answers if a["kind"] == "strong"]
+    out = {"answers": len(rows), "labels": len(pairs), "cards": len(per_card),
+           "agreement": round(sum(a == b for a, b in pairs) / max(1, len(pairs)), 4),
+           "kappa": round(kappa(pairs), 4),
+           "precision_made": round(tp / max(1, tp + fp), 4), "recall_made": round(tp / max(1, tp + fn), 4),
+           "worst_cards": sorted(({"card": c, "agreement": round(a / n, 3)} for c, (a, n) in per_card.items()),
+                                 key=lambda d: d["agreement"])[:5],
+           "wrong_or_off_topic_scores": wrong,
+           "wrong_over_limit": [a for a in wrong if a["score"] > TARGETS["wrong_max"]],
+           "strong_under_limit": [a for a in strong if a["score"] < TARGETS["strong_min"]],
+           "ms_per_answer_median": round(1000 * sorted(times)[len(times) // 2], 1) if times else None}
+    out["targets_met"] = (out["agreement"] >= TARGETS["agreement"] and out["kappa"] >= TARGETS["kappa"]
+                          and not out["wrong_over_limit"] and not out["strong_under_limit"])
+    return out
+
+
+def held_out_report(path: pathlib.Path = LABELS) -> dict:
+    rows, held = load_labels(path)
+    _, test = split(rows, held)
+    if not test:
+        raise SpecVizError("The labelled set has no held-out cards.")
+    return evaluate(test)
+
+
+def cross_validate(rows: list[Labelled], folds: int = 4, **fit) -> dict:
+    """Agreement and kappa on each fold of the TUNING part's cards, trained on the others: how choices (features,
+    regularisation) are compared without touching the held-out part."""
+    cards = sorted({r.card for r in rows})
+    agree, kappas, wrong_over = [], [], 0
+    for k in range(folds):
+        test_cards = set(cards[k::folds])
+        h = train([r for r in rows if r.card not in test_cards], write=False, **fit)
+        G.head.cache_clear()
+        _use(h)
+        rep = evaluate([r for r in rows if r.card in test_cards])
+        agree.append(rep["agreement"])
+        kappas.append(rep["kappa"])
+        wrong_over += len(rep["wrong_over_limit"])
+    G._override = None
+    G.head.cache_clear()
+    return {"folds": folds, "agreement": round(sum(agree) / folds, 4), "kappa": round(sum(kappas) / folds, 4),
+            "per_fold": agree, "wrong_over_limit": wrong_over}
+
+
+def _use(h: dict) -> None:
+    """Grade with head h in this process (cross-validation only; the shipped head is the file)."""
+    G.head.cache_clear()
+    G._override = h

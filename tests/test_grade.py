@@ -1,0 +1,109 @@
+"""The answer grader (issue 47): formulas parsed as formulas, fixed examples (a paraphrase credited, the rubric's
+words used to say something false refused, a right number from a wrong formula refused), the CLI contract, bad
+input. The grader's agreement with the hand labels is measured by `python -m specviz grade --eval`, not here."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from specviz.errors import SpecVizError
+from specviz.practice import formula as F
+from specviz.practice import grade as G
+
+ROOT = Path(__file__).resolve().parent.parent
+needs_model = pytest.mark.skipif(not G.available(), reason="the grader's encoder package is not installed")
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("written", ["(1 - a^(K+1))/(1 - a)", "(1-a**(K+1))/(1-a)", "\\frac{1 - a^{K+1}}{1 - a}",
+                                     "1 + a + a^2 + ... + a^K", "1 + a + … + a^K", "sum_{i=0}^{K} a^i",
+                                     "(1 − α^(γ+1))/(1 − α)"])
+def test_the_expected_tokens_formula_in_any_usual_way(written):
+    ref = F.compile_formula("(1 − a^(K+1))/(1 − a)")
+    assert F.same_formula(F.compile_formula(written), ref)
+
+
+@pytest.mark.fast
+def test_other_formulas_are_told_apart_and_parsing_is_bounded():
+    ref = F.compile_formula("(1 − a^(K+1))/(1 − a)")
+    for wrong in ("(1 - a^K)/(1 - a)", "1/(1 - a)", "a*K", "(1 - a^(K+1))/((1 - a)(K c + 1))"):
+        assert not F.same_formula(F.compile_formula(wrong), ref)
+    w = F.compile_formula("(1 − a^(K+1))/((1 − a)(Kc + 1))")  # implicit products
+    assert F.evaluate(w, dict(a=0.7, K=4, c=0.1)) == pytest.approx(2.77309 / 1.4, rel=1e-4)
+    assert F.compile_formula("(" * 5000 + "a" + ")" * 5000) is None  # over the bound: no formula, no recursion
+    assert F.compile_formula("(a + 1") is None and F.compile_formula("import os") is None
+    assert F.matches("2.77", 2.7731) and F.matches("2.773", 2.7731) and not F.matches("2.8", 2.7731)
+
+
+@pytest.mark.fast
+def test_bad_answers_answer_in_one_line():
+    for bad in ("", "   ", "x" * (G.MAX_ANSWER + 1), "(((( ))))", "12345 + 678"):
+        with pytest.raises(SpecVizError):
+            G.check_answer(bad)
+    assert G.check_answer("<b>exact</b> output") == "<b>exact</b> output"  # HTML is text to grade, escaped on pages
+
+
+@pytest.mark.fast
+def test_clauses_are_substrings_and_bounded():
+    text = ("Exact, not approximate. The target checks every guess in one pass; then it resamples, but from the "
+            "residual.")
+    spans = G.clauses(text)
+    assert spans and all(0 <= a < b <= len(text) for a, b in spans)
+    assert any(text[a:b] == "The target checks every guess in one pass" for a, b in spans)
+    assert len(G.clauses("word, " * 3000)) <= G.MAX_CLAUSES
+
+
+@needs_model
+def test_a_paraphrase_earns_the_point_and_the_rubric_words_saying_something_false_do_not():
+    card = G.card("what-is-spec")
+    made = G.grade(card, "A small, cheap model guesses a few tokens. Then the big model scores all the guesses in a "
+                         "single forward pass and keeps the prefix it agrees with.")
+    assert made.points[1].made and "single forward pass" in made.points[1].evidence
+    wrong = G.grade(card, "The target checks the drafts one by one, in K separate forward passes.")
+    assert not wrong.points[1].made
+    res = G.card("residual")
+    assert not G.grade(res, "After a rejection you resample from the target distribution p.").points[0].made
+
+
+@needs_model
+def test_a_number_from_a_wrong_formula_does_not_earn_the_point():
+    card = G.card("expected-length")
+    worked = [i for i, p in enumerate(card.rubric) if "2.7731" in p][0]
+    right = G.grade(card, "Each draft is accepted with probability a independently, so the expected count is "
+                          "(1 - a^(K+1))/(1 - a), which for a = 0.7 and K = 4 gives 2.77.")
+    assert right.points[worked].made and right.points[worked].numeric is True
+    wrong = G.grade(card, "The expected count for a = 0.7 and K = 4 is 0.7 × 4 = 2.8, so about 2.77.")
+    assert not wrong.points[worked].made
+
+
+def run_cli(*args, stdin=None):
+    return subprocess.run([sys.executable, "-m", "specviz", "grade", *args], capture_output=True, text=True,
+                          cwd=ROOT, input=stdin, timeout=300)
+
+
+def test_cli_bad_input_is_one_line_and_exit_2():
+    for args in (("--card", "no-such-card", "--answer", "x"), ("--card", "what-is-spec", "--answer", ""),
+                 ("--card", "what-is-spec", "--answer", "y" * (G.MAX_ANSWER + 1)), ("--answer", "x")):
+        out = run_cli(*args)
+        assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, (args, out.stderr)
+    listed = run_cli("--list", "--json")
+    assert listed.returncode == 0
+    cards = {c["card"] for c in json.loads(listed.stdout)}
+    assert "what-is-spec" in cards and any(":" in c for c in cards)  # questions and mock steps
+
+
+@needs_model
+def test_cli_contract_json_and_stdin():
+    answer = "The big model checks all the drafted tokens in one forward pass, and the output is exactly its own."
+    out = run_cli("--card", "what-is-spec", "--answer", "-", "--json", stdin=answer)
+    assert out.returncode == 0, out.stderr
+    d = json.loads(out.stdout)
+    assert set(d) == {"card", "points", "score"} and d["card"] == "what-is-spec"
+    rubric = G.card("what-is-spec").rubric
+    assert [p["point"] for p in d["points"]] == list(rubric)
+    for p in d["points"]:
+        assert set(p) == {"point", "made", "confidence", "evidence"} and 0 <= p["confidence"] <= 1
+        assert (p["evidence"] is None) != p["made"] and (p["evidence"] is None or p["evidence"] in answer)
+    assert d["score"] == pytest.approx(sum(p["made"] for p in d["points"]) / len(rubric))
