@@ -60,6 +60,18 @@ OPPOSITES = [
     (r"one (?:forward )?pass|single (?:forward )?pass|one forward|in parallel|at once|same pass|one batched",
      r"(?:k|K|several|multiple|separate|one by one|sequential)\w* (?:forward )?passes|one at a time|sequentially"),
 ]
+# The pairs specific enough to overrule the head: a clause on the other side of one of them from its point does
+# not make the point, whatever its similarity ("K separate forward passes" for "one forward pass", "resample from
+# p" for "the residual"). The generic pairs (below/above, usually/always, cheap/expensive) only inform the head.
+STRICT = (0, 1, 2, 4, 5, 6, 9)
+
+
+def contradicts(point: str, clause: str) -> bool:
+    """The clause takes the other side of one of the STRICT opposites the point takes a side on."""
+    ps, cs = stance(point), stance(clause)
+    return any(ps[i] and cs[i] and ps[i] != cs[i] for i in STRICT)
+
+
 FEATURES = ("bias", "sim", "sim_answer", "margin_vs_misconception", "misconception", "misconception_negated",
             "stance_agree", "stance_conflict", "negation_mismatch", "overlap", "short")
 
@@ -156,7 +168,7 @@ def default_encoder() -> Encoder:
 
 
 # ---------------------------------------------------------------- the answer, cut into clauses
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(A-Z0-9a-z])|\n+|;\s*|\s+[-–—]\s+|:\s+(?=\S)")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(A-Z0-9a-z])|\n+|;\s*|\s+[–—]\s+|:\s+(?=\S)")  # not " - ": a minus
 _CLAUSE_CUT = re.compile(r",\s+(?=(?:and|but|so|because|which|while|whereas|since|then|otherwise|although)\b)|"
                          r"\s+(?=(?:but|whereas|although|otherwise)\b)|,\s+(?=\S+\s+\S+\s+\S+)")
 
@@ -382,6 +394,16 @@ def pair_features(card_id: str, rubric, answer: str, encoder: Encoder | None = N
             for j, point in enumerate(rubric)]
 
 
+def decide(point: str, clause: str, p: float, threshold: float, numeric: bool | None) -> tuple[bool, float]:
+    """Made or missed, and the confidence in that: the head's probability against its threshold, overruled by the
+    checks it cannot make itself — a number or formula that does not check, a clause on the other side of one
+    of the STRICT opposites; and a point that IS a number or formula is made when the answer's checks."""
+    if numeric is True and formula_is_the_point(point):
+        return True, max(p, 0.9)
+    made = p >= threshold and numeric is not False and not contradicts(point, clause)
+    return made, (p if made else 1.0 - p if p < threshold else max(p, 1.0 - p))
+
+
 def grade(card, answer: str, encoder: Encoder | None = None) -> Grade:
     """card: anything with .id (or a given id) and .rubric (a question, a quiz item, a mock step)."""
     h = head()
@@ -391,9 +413,7 @@ def grade(card, answer: str, encoder: Encoder | None = None) -> Grade:
     text = check_answer(answer)
     graded = []
     for point, (x, (a, b), numeric) in zip(rubric, pair_features(getattr(card, "id", ""), rubric, text, encoder)):
-        p = probability(x, h["weights"])
-        made = p >= h["threshold"] and numeric is not False
-        conf = p if made else (1.0 - p if numeric is not False else max(p, 1.0 - p))
+        made, conf = decide(point, text[a:b], probability(x, h["weights"]), h["threshold"], numeric)
         graded.append(PointGrade(point, made, conf, text[a:b] if made else None, (a, b) if made else None, numeric))
     return Grade(str(getattr(card, "id", "")), tuple(graded))
 

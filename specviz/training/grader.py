@@ -104,7 +104,8 @@ def train(rows: list[Labelled], rounds: int = 3, write: bool = True, penalty: fl
         over 0.25 of its points, a strong one under 0.6): the tuning part's own targets, never the held-out's."""
         agree, misses = 0, 0
         for r, per in zip(rows, feats):
-            made = [G.probability(x, weights) >= t and numeric is not False for x, _, numeric in per]
+            made = [G.decide(point, r.answer[a:b], G.probability(x, weights), t, numeric)[0]
+                    for point, (x, (a, b), numeric) in zip(cards[r.card].rubric, per)]
             agree += sum(m == lab for m, lab in zip(made, r.labels))
             score = sum(made) / len(made)
             misses += (r.kind in ("wrong", "off-topic") and score > TARGETS["wrong_max"]) or \
