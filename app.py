@@ -78,6 +78,9 @@ def start_here():
             targets = list(dict.fromkeys(targets))  # each page once
             for col, path in zip(st.columns(len(targets)), targets):
                 col.page_link(path, label=BY_PATH[path].title, icon=BY_PATH[path].icon)
+    if me is not None:
+        from ui.grading import weak_points
+        weak_points(me, progress(), "home")
 
 
 def live_comparison(settings):

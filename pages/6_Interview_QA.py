@@ -9,6 +9,7 @@ from ui.sidebar import sidebar
 from ui.state import keep
 from ui.learner import current, progress
 from ui.registry import BY_PATH
+from ui import grading as GR
 
 from specviz.figures import md_escape
 from specviz.practice import quiz as Q
@@ -50,6 +51,10 @@ def saved_line(learner) -> None:
 
 # keep(): the topics, the mode and a half-written answer survive a visit to another page (Streamlit drops a
 # widget's value at the end of any run that does not draw it)
+if st.query_params.get("card") in BY_ID:  # a link to one card (?card=ID): it opens in the quiz
+    st.session_state["qa_retry_card"] = st.query_params["card"]
+    st.session_state["qa_mode"] = "Quiz"
+    del st.query_params["card"]
 setting("qa_mode", "Browse")
 mode = st.radio("Mode", ["Browse", "Quiz", "Mock interview"], horizontal=True, key="qa_mode")
 if mode != "Mock interview":
@@ -93,7 +98,40 @@ def go_on(r, item) -> None:
     st.rerun()
 
 
+def graded_card(r, item) -> None:
+    """Issue 47: the answer graded point by point; the learner may overrule a point; the score feeds the boxes."""
+    key = f"qa_mine_{item.id}"
+    gkey = f"qa_grade_{r.number}_{r.i}"
+    answer_box(item, "Your answer (type it as you would say it)")
+    graded = st.session_state.get(gkey)
+    if graded is None:
+        if st.button("Grade my answer", key="qa_grade", type="primary"):
+            g = GR.grade_answer(GR.G.gradable_cards()[item.id], st.session_state.get(key, ""))
+            if isinstance(g, str):
+                st.warning(g)  # one line; nothing stored
+                return
+            st.session_state[gkey] = (st.session_state.get(key, ""), g)
+            r.revealed = True
+            st.rerun()
+        return
+    text, g = graded
+    made = GR.show(item, text, g, gkey, item.page, item.answer)
+    answer(item)
+    score = sum(made) / max(1, len(made))
+    if st.button("Score it and go on ▶", key="qa_score", type="primary"):
+        learner = current()
+        if learner is not None:
+            progress().record_points(learner, item.id, [(n, p.point, p.made, m)
+                                                        for n, (p, m) in enumerate(zip(g.points, made))])
+        record(r, item, score)
+        st.session_state.pop(gkey, None)
+        go_on(r, item)
+
+
 def question_card(r, item) -> None:
+    if item.rubric and item.id in GR.G.gradable_cards() and not st.session_state.get("qa_self_tick") \
+            and GR.encoder() is not None:
+        return graded_card(r, item)
     answer_box(item, "Your answer: write it before you reveal (as you would say it)")
     if not r.revealed:
         if st.button("Reveal the answer", key="qa_reveal", type="primary"):
@@ -224,12 +262,25 @@ def quiz() -> None:
     setting("qa_due", False)
     due_first = opts.toggle("Due cards first", key="qa_due",
                             help="Leitner boxes: cards due again (missed ones first), then new cards, then the rest")
+    setting("qa_self_tick", False)
+    opts.toggle("Tick points myself", key="qa_self_tick", disabled=GR.encoder() is None,
+                help="Off: your typed answer is graded point by point, offline, and you may overrule a point. On: "
+                     "reveal the rubric and tick the points you made yourself.")
     setting("qa_size", 10)
     size = opts.selectbox("Cards per round", Q.ROUND_SIZES, key="qa_size", format_func=lambda n: str(n) if n else "all",
                           width=150)
+    if GR.encoder() is None:
+        st.caption(GR.G.MISSING)
+    learner = current()
+    if learner is not None and progress().weak_points(learner, 1):
+        with st.expander("Points you miss most often"):
+            GR.weak_points(learner, progress(), "qa")
     key = (tuple(chosen), tuple(levels), missed_only, due_first, size)
     r = st.session_state.get("qa_round")
-    if r is None or r.key != key or any(c not in BY_ID for c in r.order):
+    retry = st.session_state.pop("qa_retry_card", None)
+    if retry in BY_ID:  # "Retry" on a weak point (Home or below): that card alone
+        r = new_round(key, [retry])
+    elif r is None or r.key != key or any(c not in BY_ID for c in r.order):
         r = new_round(key)
     if not r.order:
         st.info("No missed card in these filters yet: answer some cards first, or turn **Missed only** off."
@@ -252,9 +303,21 @@ def quiz() -> None:
     {"question": question_card, "truefalse": truefalse_card, "code": code_card}[item.kind](r, item)
 
 
+PER_PAGE = 20  # questions drawn at once: 130 expanders with their maths took the browser 3-4 s to open
+
+
 def browse() -> None:
     pool = [q for q in BANK.questions if (not chosen or q.topic in chosen) and (not levels or q.level in levels)]
-    st.caption(f"{len(pool)} questions. L4: fundamentals · L5: mechanics and trade-offs · L6: systems and design. "
+    total, pages = len(pool), max(1, -(-len(pool) // PER_PAGE))
+    if pages > 1:
+        setting("qa_browse_page", 1)
+        if st.session_state["qa_browse_page"] > pages:
+            st.session_state["qa_browse_page"] = 1
+        at = st.selectbox("Questions", list(range(1, pages + 1)), key="qa_browse_page", width=220,
+                          format_func=lambda n: f"{(n - 1) * PER_PAGE + 1}–{min(n * PER_PAGE, total)} of {total}")
+        pool = pool[(at - 1) * PER_PAGE:at * PER_PAGE]
+    st.caption(f"{total} questions{f', {PER_PAGE} at a time' if pages > 1 else ''}. L4: fundamentals · L5: mechanics "
+               "and trade-offs · L6: systems and design. "
                "Each opens on what to say in 30 seconds. Figures measured by SpecViz are quoted from the model card "
                "(models/README.md) or the benchmark (docs/bench-*.json), with their date.")
     for q in pool:
@@ -343,6 +406,57 @@ def mock_step(mock, m, timer: bool, secs: int) -> None:
         st.rerun()
 
 
+def graded_interview(mock, learner) -> None:
+    """Issue 47: the interviewer grades each answer and follows up on the weakest missed point."""
+    state = st.session_state.get("qa_gmock")
+    if state is None or state["id"] != mock.id:
+        state = st.session_state["qa_gmock"] = {"id": mock.id, "asked": [], "recorded": False}
+    asked = state["asked"]
+    nxt = Q.next_question(mock, asked, lambda point, exclude: GR.G.follow_up(point, exclude, GR.encoder()))
+    if nxt is None:
+        v = Q.mock_verdict([a.score for a in asked])
+        st.subheader(f"Verdict: {v.level} ({Q.LEVEL_NAMES.get(v.level, 'start with the fundamentals')})")
+        st.markdown(f"Mean step score {round(100 * v.mean)} % over {len(asked)} graded answers. Rule: "
+                    f"{Q.VERDICT_RULE} {Q.FOLLOW_UP_RULE}")
+        st.dataframe([{"Step": n + 1, "Question": a.question, "Why asked": a.why, "Score": Q.fmt(a.score)}
+                      for n, a in enumerate(asked)], hide_index=True, width="stretch")
+        st.download_button("Download the transcript (Markdown)", Q.transcript(mock.title, asked, v),
+                           file_name=f"{mock.id}-transcript.md", mime="text/markdown", key="qa_gmock_dl")
+        if learner is not None and not state["recorded"]:
+            progress().record_mock(learner, mock.id, v.level, v.mean)
+            state["recorded"] = True
+        if st.button("Take this interview again ↻", key="qa_gmock_again", type="primary"):
+            st.session_state.pop("qa_gmock", None)
+            st.rerun()
+        return
+    card_id, question, why = nxt
+    st.metric("Question", f"{len(asked) + 1} of {len(mock.steps)}")
+    st.caption(f"Asked as {why}" if len(asked) else "The chain's first question.")
+    st.markdown(f"### {question}")
+    key = f"qa_gmock_mine_{mock.id}_{len(asked)}"
+    keep(key)
+    st.text_area("Your answer (as you would say it)", key=key, height=130, max_chars=Q.MAX_ANSWER)
+    if st.button("Answer ▶", key="qa_gmock_answer", type="primary"):
+        text = st.session_state.get(key, "")
+        card = GR.G.card(card_id)
+        g = GR.grade_answer(card, text)
+        if isinstance(g, str):
+            st.warning(g)
+            return
+        asked.append(Q.Asked(card_id, question, why, text,
+                             tuple((p.point, p.made, p.evidence, p.confidence) for p in g.points), g.score))
+        if learner is not None:
+            progress().record_points(learner, card_id, [(n, p.point, p.made, p.made) for n, p in enumerate(g.points)])
+        st.session_state.pop(key, None)
+        st.session_state.pop("_keep_" + key, None)
+        st.rerun()
+    if asked:
+        last = asked[-1]
+        with st.expander(f"Your last answer: {round(100 * last.score)} % of its points", expanded=False):
+            for p, made, evidence, _ in last.points:
+                st.markdown(f"{'✓' if made else '✗'} {p}" + (f" — “{md_escape(evidence)}”" if evidence else ""))
+
+
 def interview() -> None:
     learner = current()
     saved_line(learner)
@@ -360,6 +474,14 @@ def interview() -> None:
     secs = c3.selectbox("Seconds per question", Q.TIMER_SECONDS, key="qa_mock_secs", disabled=not timer)
     st.caption("One question at a time, each following up on the last, as an interviewer does. Answer, reveal the "
                "rubric and what L4, L5 and L6 candidates say, tick the points you made; the verdict comes at the end.")
+    setting("qa_mock_graded", GR.encoder() is not None)
+    graded = st.toggle("The interviewer grades my answers", key="qa_mock_graded", disabled=GR.encoder() is None,
+                       help="On: each answer is graded offline and the next question follows up on what it missed. "
+                            "Off: reveal the rubric and the L4/L5/L6 answers, and tick the points yourself.")
+    if GR.encoder() is None:
+        st.caption(GR.G.MISSING)
+    if graded and GR.encoder() is not None:
+        return graded_interview(mocks[pick], learner)
     m = st.session_state.get("qa_mock")
     if m is None or m.id != pick:
         m = st.session_state["qa_mock"] = Q.Mock(pick, len(mocks[pick].steps))

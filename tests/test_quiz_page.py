@@ -52,7 +52,9 @@ def items():
     return {i.id: i for i in qa.quiz_items()}
 
 
-def open_page(mode=None, name=None):
+def open_page(mode=None, name=None, self_tick=True):
+    """The page in a mode. self_tick: the learner ticks the rubric points (the switch issue 47 keeps); the graded
+    flows are tested below with it off."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
     at.run()
     at.switch_page(PAGE).run()
@@ -60,6 +62,10 @@ def open_page(mode=None, name=None):
         at.text_input(key="w_learner").set_value(name).run()
     if mode:
         at.radio(key="qa_mode").set_value(mode).run()
+    if mode == "Quiz" and self_tick:
+        at.toggle(key="qa_self_tick").set_value(True).run()
+    if mode == "Mock interview" and self_tick:
+        at.toggle(key="qa_mock_graded").set_value(False).run()
     ok(at)
     return at
 
@@ -318,4 +324,105 @@ def test_a_mock_interview_reaches_its_verdict(bank):
     ok(at)
     assert metric(at, "Step") == f"1 of {len(mock.steps)}"
     assert len(Progress().mocks(p.learner(name))) == 1  # recorded once
+
+
+# ---------------------------------------------------------------- issue 47: answers graded, offline
+needs_grader = pytest.mark.skipif(not __import__("specviz.practice.grade", fromlist=["available"]).available(),
+                                  reason="the grader's encoder package is not installed")
+
+
+@needs_grader
+def test_graded_quiz_card_overrule_and_leitner():
+    """Type an answer, Grade my answer: each point with its evidence; overrule one point; the score (after the
+    overrule) goes to the Leitner box, and the points table keeps the overrule."""
+    from specviz.practice import grade as G
+    name = f"grader {uuid.uuid4().hex[:8]}"
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    at.run()
+    at.switch_page(PAGE).run()
+    at.text_input(key="w_learner").set_value(name).run()
+    at.session_state["qa_retry_card"] = "what-is-spec"  # as the Retry button of a weak point does
+    at.radio(key="qa_mode").set_value("Quiz").run()
+    ok(at)
+    assert rnd(at).current == "what-is-spec"
+    text = "A small cheap model guesses a few tokens, and the big model scores all the guesses in a single pass."
+    at.text_area(key="qa_mine_what-is-spec").set_value(text).run()
+    at.button(key="qa_grade").click().run()
+    ok(at)
+    r = rnd(at)
+    gkey = f"qa_grade_{r.number}_{r.i}"
+    _, g = at.session_state[gkey]
+    assert g == G.grade(G.card("what-is-spec"), text)  # the page shows the grader's own verdict
+    assert any("Your answer, graded" in m.value for m in at.markdown)
+    shown = " ".join(m.value for m in at.markdown)
+    for p in g.points:
+        assert p.point in shown
+        if p.made:
+            assert "<mark" in shown and p.evidence.split()[-1] in shown  # the evidence, highlighted
+    missed = [n for n, p in enumerate(g.points) if not p.made]
+    assert missed, "the answer leaves points out"
+    at.toggle(key=f"{gkey}_over_{missed[0]}").set_value(True).run()  # "I did make this one"
+    ok(at)
+    assert any("overruled by you" in m.value for m in at.markdown)
+    at.button(key="qa_score").click().run()
+    ok(at)
+    p = Progress()
+    me = p.learner(name)
+    expected = (sum(x.made for x in g.points) + 1) / len(g.points)
+    assert p.cards(me)["what-is-spec"]["box"] == (2 if expected >= Q.RIGHT else 1)
+    assert p.overrules(me) == (1, len(g.points))
+    weak = p.weak_points(me)
+    assert {w["point"] for w in weak} == set(missed[1:])  # the overruled point counts as made
+
+
+@needs_grader
+def test_bad_answers_in_the_graded_quiz_are_one_line_and_store_nothing():
+    name = f"bad {uuid.uuid4().hex[:8]}"
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    at.run()
+    at.switch_page(PAGE).run()
+    at.text_input(key="w_learner").set_value(name).run()
+    at.session_state["qa_retry_card"] = "what-is-spec"
+    at.radio(key="qa_mode").set_value("Quiz").run()
+    for bad in ("", "(" * 2500 + ")" * 2500, "12345"):
+        at.text_area(key="qa_mine_what-is-spec").set_value(bad).run()
+        at.button(key="qa_grade").click().run()
+        ok(at)
+        assert len(at.warning) == 1 and "\n" not in at.warning[0].value
+    p = Progress()
+    assert p.overrules(p.learner(name)) == (0, 0) and not p.cards(p.learner(name))
+
+
+@needs_grader
+def test_the_graded_mock_follows_up_on_what_the_first_answer_missed():
+    from specviz.practice import grade as G
+    mock = qa.bank().mocks[0]
+    at = open_page("Mock interview", name=f"interviewee {uuid.uuid4().hex[:8]}", self_tick=False)
+    assert at.toggle(key="qa_mock_graded").value is True
+    first = f"{mock.id}:1"
+    assert any(m.value == f"### {mock.steps[0].question}" for m in at.markdown)
+    answer = "Speculative decoding uses a smaller model to guess tokens."  # thin: it misses most points
+    at.text_area(key=f"qa_gmock_mine_{mock.id}_0").set_value(answer).run()
+    at.button(key="qa_gmock_answer").click().run()
+    ok(at)
+    g = G.grade(G.card(first), answer)
+    missed = [(p.confidence, p.point) for p in g.points if not p.made]
+    assert missed
+    follow = G.follow_up(max(missed)[1], [first])
+    asked = at.session_state["qa_gmock"]["asked"]
+    assert [a.card for a in asked] == [first]
+    assert any(m.value == f"### {follow.question}" for m in at.markdown)  # the follow-up, not a fixed chain
+    assert any("follow-up on what your last answer missed" in c.value for c in at.caption)
+    for n in range(1, len(mock.steps)):
+        at.text_area(key=f"qa_gmock_mine_{mock.id}_{n}").set_value(
+            "The target verifies every draft in one forward pass and the output is exactly the target's.").run()
+        at.button(key="qa_gmock_answer").click().run()
+        ok(at)
+    asked = at.session_state["qa_gmock"]["asked"]
+    assert asked[1].card == follow.id and len(asked) == len(mock.steps)
+    v = Q.mock_verdict([a.score for a in asked])
+    assert any(s.value.startswith(f"Verdict: {v.level}") for s in at.subheader)
+    md = Q.transcript(mock.title, asked, v)
+    assert md.startswith(f"# Mock interview: {mock.title}") and follow.question in md and answer in md
+    assert len(at.get("download_button")) == 1
 

@@ -168,7 +168,7 @@ def default_encoder() -> Encoder:
 
 
 # ---------------------------------------------------------------- the answer, cut into clauses
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(A-Z0-9a-z])|\n+|;\s*|\s+[–—]\s+|:\s+(?=\S)")  # not " - ": a minus
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(<A-Z0-9a-z])|\n+|;\s*|\s+[–—]\s+|:\s+(?=\S)")  # not " - ": a minus
 _CLAUSE_CUT = re.compile(r",\s+(?=(?:and|but|so|because|which|while|whereas|since|then|otherwise|although)\b)|"
                          r"\s+(?=(?:but|whereas|although|otherwise)\b)|,\s+(?=\S+\s+\S+\s+\S+)")
 
@@ -468,8 +468,10 @@ def hint(point: str, reference: str, encoder: Encoder | None = None, limit: int 
     """One line to help with a missed point: the sentence of the card's model answer closest to it."""
     enc = encoder or default_encoder()
     text = re.sub(r"\s+", " ", str(reference or "")).strip()
-    sentences = [text[a:b] for a, b in _pieces(text, 0, len(text), _SENTENCE_END)
-                 if len(text[a:b].split()) >= 4][:40]
+    pieces = []
+    for a, b in _pieces(text, 0, len(text), _SENTENCE_END):  # a sentence's clauses (a hint is short)
+        pieces += _pieces(text, a, b, _CLAUSE_CUT)
+    sentences = list(dict.fromkeys(text[a:b].strip(" ,;") for a, b in pieces if len(text[a:b].split()) >= 4))[:60]
     if not sentences:
         return point
     best = sentences[int(enc.torch.argmax(enc.cached(sentences) @ enc.cached([point])[0]))]

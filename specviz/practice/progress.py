@@ -34,6 +34,9 @@ CREATE TABLE IF NOT EXISTS predictions (id INTEGER PRIMARY KEY, learner INTEGER 
     right INTEGER NOT NULL, total INTEGER NOT NULL, at REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS mocks (id INTEGER PRIMARY KEY, learner INTEGER NOT NULL, mock TEXT NOT NULL,
     level TEXT NOT NULL, score REAL NOT NULL, at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS points (id INTEGER PRIMARY KEY, learner INTEGER NOT NULL, card TEXT NOT NULL,
+    point INTEGER NOT NULL, text TEXT NOT NULL, graded INTEGER NOT NULL, made INTEGER NOT NULL,
+    overruled INTEGER NOT NULL, at REAL NOT NULL);
 """
 
 
@@ -169,3 +172,31 @@ class Progress:
         with self._db() as db:
             return db.execute("SELECT mock, level, score FROM mocks WHERE learner = ? ORDER BY at, id",
                               (learner,)).fetchall()
+
+    # ------------------------------------------------------------------ rubric points, graded (issue 47)
+    def record_points(self, learner: int, card: str, points, now: float | None = None) -> None:
+        """One graded answer's points: (index, text, what the grader said, what counts). A point where the two
+        differ was overruled by the learner: stored as such, so the project can measure where they disagree."""
+        now = time.time() if now is None else now
+        with self._db() as db:
+            db.executemany("INSERT INTO points (learner, card, point, text, graded, made, overruled, at) "
+                           "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                           [(learner, card, int(i), str(text)[:300], int(bool(graded)), int(bool(made)),
+                             int(bool(graded) != bool(made)), now) for i, text, graded, made in points])
+
+    def weak_points(self, learner: int, limit: int = 5) -> list[dict]:
+        """The rubric points this learner missed most often (counting what stood after any overrule), with how
+        often each was asked; ties: the most recently missed first."""
+        with self._db() as db:
+            rows = db.execute("SELECT card, point, MAX(text), SUM(1 - made), COUNT(*), MAX(at) FROM points "
+                              "WHERE learner = ? GROUP BY card, point HAVING SUM(1 - made) > 0 "
+                              "ORDER BY SUM(1 - made) DESC, MAX(at) DESC LIMIT ?", (learner, int(limit))).fetchall()
+        return [dict(card=c, point=p, text=t, missed=m, asked=n) for c, p, t, m, n, _ in rows]
+
+    def overrules(self, learner: int | None = None) -> tuple[int, int]:
+        """(points overruled, points graded), for one learner or everyone: where learners and grader disagree."""
+        where, args = ("WHERE learner = ?", (learner,)) if learner is not None else ("", ())
+        with self._db() as db:
+            over, total = db.execute(f"SELECT SUM(overruled), COUNT(*) FROM points {where}", args).fetchone()
+        return over or 0, total
+

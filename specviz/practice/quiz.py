@@ -244,3 +244,58 @@ class Mock:
 def remaining(started: float, limit: float, now: float) -> int:
     """Whole seconds left on a step's timer (0 when time is up)."""
     return max(0, math.ceil(limit - (now - started)))
+
+
+# ---------------------------------------------------------------------------------- the graded mock (issue 47)
+@dataclass
+class Asked:
+    """One step of a graded interview: the card asked, why, the answer and its grade (points made, after any
+    overrule, and the evidence for each)."""
+    card: str
+    question: str
+    why: str  # "the chain's step N" or "follow-up on: <missed point>"
+    answer: str = ""
+    points: tuple = ()  # (point, made, evidence) per rubric point
+    score: float | None = None
+
+
+FOLLOW_UP_RULE = ("After each answer the interviewer follows up on the missed point the grader was surest was "
+                  "missed, with the bank question closest to it; an answer that makes every point moves on to the "
+                  "chain's next question. The interview ends after as many questions as the chain has.")
+
+
+def next_question(mock, asked: list[Asked], pick_follow_up) -> tuple[str, str, str] | None:
+    """(card id, question, why) for the next step of a graded interview, or None when it is over. The first
+    question is the chain's; after a graded answer, `pick_follow_up(missed_point, exclude)` (the grader's
+    follow_up) chooses a card on the weakest missed point; with nothing missed, the chain's next step."""
+    if len(asked) >= len(mock.steps):
+        return None
+    if not asked:
+        return f"{mock.id}:1", mock.steps[0].question, "the chain's first question"
+    last = asked[-1]
+    missed = [(conf, p) for p, made, _, conf in last.points if not made]
+    chain_steps = sum(1 for a in asked if a.card.startswith(mock.id + ":"))
+    if missed:
+        point = max(missed)[1]
+        card = pick_follow_up(point, [a.card for a in asked])
+        if card is not None:
+            return card.id, card.question, f"follow-up on what your last answer missed: “{point}”"
+    n = min(chain_steps + 1, len(mock.steps))
+    return f"{mock.id}:{n}", mock.steps[n - 1].question, f"the chain's question {n}"
+
+
+def transcript(title: str, asked: list[Asked], verdict: Verdict | None) -> str:
+    """The interview as Markdown: each question, why it was asked, the answer, each point ✓/✗ with its evidence."""
+    lines = [f"# Mock interview: {title}", ""]
+    for n, a in enumerate(asked, 1):
+        lines += [f"## {n}. {a.question}", f"_{a.why}_", "", "**Answer:**", "", "> " + (a.answer or "(none)")
+                  .replace("\n", "\n> "), ""]
+        for p, made, evidence, _ in a.points:
+            lines.append(f"- {'✓' if made else '✗'} {p}" + (f" — “{evidence}”" if evidence else ""))
+        if a.score is not None:
+            lines += ["", f"Score: {round(100 * a.score)} %", ""]
+    if verdict is not None:
+        lines += [f"## Verdict: {verdict.level}", "", f"Mean step score {round(100 * verdict.mean)} %. Rule: "
+                  + VERDICT_RULE.replace("**", ""), "", FOLLOW_UP_RULE]
+    return "\n".join(lines) + "\n"
+

@@ -1,0 +1,108 @@
+"""Graded answers on the Interview Q&A page (issue 47): the grader loaded once per server, a graded answer drawn
+point by point with its evidence highlighted in the learner's own words, a hint and a page link per missed point,
+and an overrule per point. The grading itself is specviz.practice.grade; this file only draws it."""
+from __future__ import annotations
+
+import html
+
+import streamlit as st
+
+from specviz.errors import SpecVizError
+from specviz.practice import grade as G
+from ui.registry import BY_PATH
+
+COLOURS = ("#fde68a", "#bbf7d0", "#bfdbfe", "#fbcfe8", "#ddd6fe")  # one per rubric point (at most 5)
+
+
+@st.cache_resource(show_spinner=False)
+def encoder() -> G.Encoder | None:
+    """The sentence encoder, once per server; None when its package is not installed (the page then ticks)."""
+    if not G.available():
+        return None
+    return G.default_encoder()
+
+
+def grade_answer(card, text: str) -> G.Grade | str:
+    """The grade, or a one-line reason it could not grade (bad input, no model): never a traceback."""
+    try:
+        G.check_answer(text)
+        enc = encoder()
+        if enc is None:
+            return G.MISSING
+        with st.spinner("Grading your answer point by point…"):
+            return G.grade(card, text, enc)
+    except SpecVizError as e:
+        return str(e)
+
+
+def highlighted(text: str, grade: G.Grade, made: list[bool]) -> str:
+    """The learner's answer as HTML (escaped), each made point's evidence marked in that point's colour with its
+    number; overlapping evidence keeps the first point's mark."""
+    marks = sorted(((p.span, n) for n, p in enumerate(grade.points) if p.span and made[n]), key=lambda m: m[0][0])
+    out, at = [], 0
+    for (a, b), n in marks:
+        if a < at:
+            continue
+        out.append(html.escape(text[at:a]))
+        out.append(f'<mark style="background:{COLOURS[n % len(COLOURS)]}" title="point {n + 1}">'
+                   f'{html.escape(text[a:b])}<sup>{n + 1}</sup></mark>')
+        at = b
+    out.append(html.escape(text[at:]))
+    return "".join(out).replace("\n", "<br>")
+
+
+def show(card, text: str, grade: G.Grade, key: str, page: str = "", reference: str = "") -> list[bool]:
+    """Draw a graded answer; returns what counts per point after the learner's overrules."""
+    made = []
+    for n, p in enumerate(grade.points):
+        flip = st.session_state.get(f"{key}_over_{n}", False)
+        made.append(p.made != flip)
+    st.markdown(f"**Your answer, graded** — {sum(made)} of {len(made)} points "
+                f"({round(100 * sum(made) / max(1, len(made)))} %)")
+    st.markdown(f'<div class="sv-graded" style="line-height:1.7">{highlighted(text, grade, made)}</div>',
+                unsafe_allow_html=True)
+    for n, p in enumerate(grade.points):
+        c1, c2 = st.columns([6, 2], vertical_alignment="center")
+        over = st.session_state.get(f"{key}_over_{n}", False)
+        tag = " _(overruled by you)_" if over else ""
+        if made[n]:
+            c1.markdown(f"✓ **{n + 1}.** {p.point}{tag}")
+        else:
+            hint = f"✗ **{n + 1}.** {p.point}{tag}"
+            if not over and reference and encoder() is not None:
+                # the hint is the bank's own text (trusted Markdown with its maths), not the learner's
+                hint += "  \n&nbsp;&nbsp;&nbsp;Hint: " + G.hint(p.point, reference, encoder())
+            c1.markdown(hint)
+        c2.toggle("Overrule", key=f"{key}_over_{n}",
+                  help="You disagree with the grader on this point: it counts the other way, and is stored as "
+                       "overruled (the project measures where learners and grader disagree).")
+    if page in BY_PATH and not all(made):
+        st.page_link(page, label=f"See the missed points: {BY_PATH[page].title}", icon=BY_PATH[page].icon)
+    st.caption(f"Graded offline on this machine by a small sentence encoder and a head trained on hand-labelled "
+               f"answers (confidences: {', '.join(f'{100 * p.confidence:.0f} %' for p in grade.points)}).")
+    return made
+
+
+def weak_points(learner, progress, where: str) -> None:
+    """The rubric points this learner missed most often: each with its card, the page that shows it and a button
+    that opens the card in the quiz again."""
+    if learner is None:
+        return
+    rows = progress.weak_points(learner)
+    if not rows:
+        return
+    cards = G.gradable_cards()
+    st.markdown("**Points you miss most often** (from your graded answers)")
+    for n, w in enumerate(rows):
+        c = cards.get(w["card"])
+        if c is None:
+            continue
+        c1, c2 = st.columns([5, 1], vertical_alignment="center")
+        c1.markdown(f"✗ {w['text']}  \n_{c.question}_ · missed {w['missed']} of {w['asked']}")
+        if c.page in BY_PATH:
+            c1.page_link(c.page, label=BY_PATH[c.page].title, icon=BY_PATH[c.page].icon)
+        quiz_card = ":" not in c.id  # a mock step is retried in its interview
+        if quiz_card and c2.button("Retry", key=f"{where}_weak_{n}", help="Open this card in the quiz"):
+            st.session_state["qa_retry_card"] = c.id
+            st.session_state["qa_mode"] = "Quiz"
+            st.switch_page("pages/6_Interview_QA.py")
