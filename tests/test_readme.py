@@ -58,7 +58,7 @@ def _help(*args) -> str:
 
 
 def test_quoted_cli_flags_and_choices_exist():
-    lines = re.findall(r"^python -m specviz (decode|drill|export|where) (.*)$", README, flags=re.M)
+    lines = re.findall(r"^python -m specviz (decode|drill|export|where|grade) (.*)$", README, flags=re.M)
     assert {"decode", "drill", "where"} <= {cmd for cmd, _ in lines}
     helps = {cmd: _help(cmd) for cmd in {cmd for cmd, _ in lines}}
     for cmd, rest in lines:
