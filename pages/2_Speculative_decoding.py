@@ -185,9 +185,9 @@ export_lesson("sp", "speculative", params, [replay], lambda: speculative_views(
 # reads, not on the first click) and never again while stepping (a Step reruns only the fragment)
 st.markdown(f"**What K = {k} buys.** If each drafted token is accepted with probability $a$, independently, a verify "
             f"pass yields $1 + a + \\dots + a^{{{k}}} = \\frac{{1 - a^{{{k + 1}}}}}{{1 - a}}$ tokens on average: "
-            f"with every cycle drafting K, the run's *Tokens per verify pass* above in practice sits at or below the "
-            f"curve at its *Accepted ÷ ruled on*, not on it: real acceptance is not independent — it clusters, and a "
-            f"position reached after a run of acceptances is an easy stretch, so acceptance tends to rise with "
-            f"depth — and pooling it into one $a$ then overstates how often the deep positions are reached. The "
-            f"Speedup lab adds what drafting costs.")
+            f"with every cycle drafting K, the run's *Tokens per verify pass* above is rarely on the curve at its "
+            f"*Accepted ÷ ruled on*: real acceptance is not independent. Where it clusters or rises with depth (a "
+            f"position reached after a run of acceptances is an easy stretch, as in SpecViz's benchmark runs), "
+            f"pooling it into one $a$ overstates how often the deep positions are reached and the run sits below "
+            f"the curve; where it falls with depth, above. The Speedup lab adds what drafting costs.")
 chart(figure(S.what_k_buys, k), key="k_buys")

@@ -145,9 +145,9 @@ if measured:
                "acceptance, not bounds, and a real run can miss them either way. Below: overhead they ignore "
                "(Python per step, sampling and bookkeeping, the first pass that also prefills the prompt), and "
                "acceptance that is not i.i.d. — with a counted as accepted ÷ ruled on, acceptance that clusters or "
-               "rises with depth gives fewer tokens per pass than the estimate at that a. Above: only the cost "
-               "side — a verify pass or a draft step that costs less in the run than in the isolated timing, "
-               "fewer drafts near the end. " + (estimate_note(bench) if bench else ""))
+               "rises with depth gives fewer tokens per pass than the estimate at that a. Above: acceptance that "
+               "falls with depth (more tokens per pass than the estimate), and a verify pass or a draft step that "
+               "costs less in the run than in the isolated timing. " + (estimate_note(bench) if bench else ""))
     if r.get("breakdown"):
         chart(breakdown_waterfall(r["breakdown"], f"Where the {r['speedup']:.2f}× goes (every factor from this run)"),
               key="sl_breakdown")

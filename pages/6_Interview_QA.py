@@ -105,7 +105,8 @@ def graded_card(r, item) -> None:
     answer_box(item, "Your answer (type it as you would say it)")
     graded = st.session_state.get(gkey)
     if graded is None:
-        if st.button("Grade my answer", key="qa_grade", type="primary"):
+        if st.button("Grade my answer", key="qa_grade", type="primary") or st.session_state.pop("qa_regrade_now",
+                                                                                                  False):
             g = GR.grade_answer(GR.G.gradable_cards()[item.id], st.session_state.get(key, ""))
             if isinstance(g, str):
                 st.warning(g)  # one line; nothing stored
@@ -115,7 +116,15 @@ def graded_card(r, item) -> None:
             st.rerun()
         return
     text, g = graded
-    made = GR.show(item, text, g, gkey, item.page, item.answer)
+    if st.session_state.get(key, "") != text:  # edited since it was graded: the grade below is of the old text
+        st.info("You changed your answer after it was graded: the grade below is of the earlier text.")
+        if st.button("Grade my answer again", key="qa_regrade"):
+            st.session_state.pop(gkey, None)
+            for n in range(len(g.points)):
+                st.session_state.pop(f"{gkey}_over_{n}", None)
+            st.session_state["qa_regrade_now"] = True
+            st.rerun()
+    made = GR.show(text, g, gkey, item.page, item.answer)
     answer(item)
     score = sum(made) / max(1, len(made))
     if st.button("Score it and go on ▶", key="qa_score", type="primary"):
@@ -130,7 +139,7 @@ def graded_card(r, item) -> None:
 
 def question_card(r, item) -> None:
     if item.rubric and item.id in GR.G.gradable_cards() and not st.session_state.get("qa_self_tick") \
-            and GR.encoder() is not None:
+            and GR.G.available():  # the model itself loads on the first "Grade my answer", not on open
         return graded_card(r, item)
     answer_box(item, "Your answer: write it before you reveal (as you would say it)")
     if not r.revealed:
@@ -263,18 +272,19 @@ def quiz() -> None:
     due_first = opts.toggle("Due cards first", key="qa_due",
                             help="Leitner boxes: cards due again (missed ones first), then new cards, then the rest")
     setting("qa_self_tick", False)
-    opts.toggle("Tick points myself", key="qa_self_tick", disabled=GR.encoder() is None,
+    opts.toggle("Tick points myself", key="qa_self_tick", disabled=not GR.G.available(),
                 help="Off: your typed answer is graded point by point, offline, and you may overrule a point. On: "
                      "reveal the rubric and tick the points you made yourself.")
     setting("qa_size", 10)
     size = opts.selectbox("Cards per round", Q.ROUND_SIZES, key="qa_size", format_func=lambda n: str(n) if n else "all",
                           width=150)
-    if GR.encoder() is None:
+    if not GR.G.available():
         st.caption(GR.G.MISSING)
     learner = current()
-    if learner is not None and progress().weak_points(learner, 1):
+    weak = progress().weak_points(learner) if learner is not None else []
+    if weak:
         with st.expander("Points you miss most often"):
-            GR.weak_points(learner, progress(), "qa")
+            GR.weak_points(learner, progress(), "qa", weak)
     key = (tuple(chosen), tuple(levels), missed_only, due_first, size)
     r = st.session_state.get("qa_round")
     retry = st.session_state.pop("qa_retry_card", None)
@@ -468,20 +478,22 @@ def interview() -> None:
     c1, c2, c3 = st.columns([3, 1, 1])
     pick = c1.selectbox("Interview", list(mocks), key="qa_mock_pick",
                         format_func=lambda k: f"{mocks[k].title} ({len(mocks[k].steps)} questions)")
+    setting("qa_mock_graded", GR.G.available())
+    graded = st.toggle("The interviewer grades my answers", key="qa_mock_graded", disabled=not GR.G.available(),
+                       help="On: each answer is graded offline and the next question follows up on what it missed. "
+                            "Off: reveal the rubric and the L4/L5/L6 answers, and tick the points yourself.")
+    if not GR.G.available():
+        st.caption(GR.G.MISSING)
+    if graded and GR.G.available():
+        st.caption("One question at a time. Each answer is graded point by point on this machine; the next question "
+                   "follows up on what it missed, as an interviewer does. The verdict comes at the end.")
+        return graded_interview(mocks[pick], learner)
     setting("qa_mock_timer", False)
     timer = c2.toggle("Timer", key="qa_mock_timer", help="A countdown per question; nothing stops when it ends")
     setting("qa_mock_secs", 120)
     secs = c3.selectbox("Seconds per question", Q.TIMER_SECONDS, key="qa_mock_secs", disabled=not timer)
     st.caption("One question at a time, each following up on the last, as an interviewer does. Answer, reveal the "
                "rubric and what L4, L5 and L6 candidates say, tick the points you made; the verdict comes at the end.")
-    setting("qa_mock_graded", GR.encoder() is not None)
-    graded = st.toggle("The interviewer grades my answers", key="qa_mock_graded", disabled=GR.encoder() is None,
-                       help="On: each answer is graded offline and the next question follows up on what it missed. "
-                            "Off: reveal the rubric and the L4/L5/L6 answers, and tick the points yourself.")
-    if GR.encoder() is None:
-        st.caption(GR.G.MISSING)
-    if graded and GR.encoder() is not None:
-        return graded_interview(mocks[pick], learner)
     m = st.session_state.get("qa_mock")
     if m is None or m.id != pick:
         m = st.session_state["qa_mock"] = Q.Mock(pick, len(mocks[pick].steps))

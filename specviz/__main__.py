@@ -167,6 +167,7 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--timing", action="store_true", help="also time the grading (load once, then median of 5)")
     g.add_argument("--eval", action="store_true", help="measure the grader on the hand-labelled held-out part")
     g.add_argument("--train", action="store_true", help="refit the head on the labelled set's tuning part")
+    g.add_argument("--cv", action="store_true", help="4-fold cross-validation by card over the tuning part")
     _where_args(sub.add_parser("where", help="where the speedup goes: one run's metrics in serving systems' units, "
                                             "its cycle timeline, dynamic-K policies, acceptance rules, fp32 vs bf16",
                                description=WHERE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter))
@@ -304,15 +305,16 @@ def grade_cmd(a) -> int:
         cards = [dict(card=c.id, question=c.question, points=len(c.rubric)) for c in G.gradable_cards().values()]
         print(json.dumps(cards) if a.json else "\n".join(f"{c['card']:40} {c['question']}" for c in cards))
         return 0
-    if a.train or a.eval:
+    if a.train or a.eval or a.cv:
         from specviz.training import grader as T
-        rows, held = T.load_labels()
-        tune, test = T.split(rows, held)
+        tune, _ = T.split(*T.load_labels())
         if a.train:
             h = T.train(tune)
             print(json.dumps(h["trained_on"] | {"threshold": h["threshold"]}))
+        if a.cv:
+            print(json.dumps(T.cross_validate(tune)))
         if a.eval:
-            r = T.evaluate(test)
+            r = T.held_out_report()
             print(json.dumps(r, indent=1) if a.json else _eval_text(r))
         return 0
     if not a.card:

@@ -6,10 +6,10 @@ draft step relative to one target step; v: cost of the target's (K+1)-token veri
 a 1-token step (1 in the paper's idealised memory-bound model).
 
 These are *estimates* under that model, not bounds, and a real run can miss them either way. Below:
-per-step overhead, a first pass that also prefills, and acceptance that is not i.i.d. — with a
-measured as accepted ÷ ruled on, clustered acceptance or acceptance rising with depth gives FEWER
-tokens per pass than expected_tokens(a, K) (see pooled_acceptance). Above: only the cost side — a
-verify or draft step cheaper in the run than in the isolated timing, fewer drafts near the end.
+per-step overhead, a first pass that also prefills, and acceptance that clusters or rises with depth —
+with a measured as accepted ÷ ruled on, that gives FEWER tokens per pass than expected_tokens(a, K)
+(see pooled_acceptance). Above: acceptance that falls with depth (more tokens than expected_tokens(a, K)),
+and the cost side — a verify or draft step cheaper in the run than in the isolated timing.
 """
 from __future__ import annotations
 
@@ -76,7 +76,8 @@ def pooled_acceptance(rates, k: int) -> float:
     """The a a run reports from per-position acceptance rates[i] = P(draft i + 1 accepted | reached): accepted ÷
     ruled on = (r1 + r1·r2 + … + r1···rK) ÷ (1 + r1 + … + r1···r(K−1)). Why it matters: for rates that rise with
     depth (or cluster), expected_tokens(pooled a, K) overstates tokens_from_positions(rates, K) — 0.6, 0.8, 0.8,
-    0.8 pool to a = 0.719, whose i.i.d. estimate is 2.87 tokens per pass, while the run gives 2.77."""
+    0.8 pool to a = 0.719, whose i.i.d. estimate is 2.87 tokens per pass, while the run gives 2.77. Falling rates
+    do the opposite (0.8, 0.7, 0.6, 0.5: a = 0.691, estimate 2.73, run 2.86)."""
     accepted, ruled, reach = 0.0, 0.0, 1.0
     for r in list(rates)[:k]:
         ruled += reach

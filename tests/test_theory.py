@@ -85,6 +85,10 @@ def test_clustered_or_rising_acceptance_gives_fewer_tokens_than_the_iid_estimate
     for rates in ([0.3, 0.9], [0.5, 0.6, 0.7, 0.8, 0.9], [0.2, 1.0, 1.0]):
         k = len(rates)
         assert tokens_from_positions(rates, k) < expected_tokens(pooled_acceptance(rates, k), k)
+    # falling acceptance does the opposite: more tokens than the estimate at its pooled a
+    falling = [0.8, 0.7, 0.6, 0.5]
+    assert round(pooled_acceptance(falling, 4), 3) == 0.691
+    assert tokens_from_positions(falling, 4) > expected_tokens(pooled_acceptance(falling, 4), 4)
 
 
 def test_the_projects_own_benchmark_rows_sit_below_their_iid_estimate():

@@ -51,7 +51,7 @@ def highlighted(text: str, grade: G.Grade, made: list[bool]) -> str:
     return "".join(out).replace("\n", "<br>")
 
 
-def show(card, text: str, grade: G.Grade, key: str, page: str = "", reference: str = "") -> list[bool]:
+def show(text: str, grade: G.Grade, key: str, page: str = "", reference: str = "") -> list[bool]:
     """Draw a graded answer; returns what counts per point after the learner's overrules."""
     made = []
     for n, p in enumerate(grade.points):
@@ -83,12 +83,21 @@ def show(card, text: str, grade: G.Grade, key: str, page: str = "", reference: s
     return made
 
 
-def weak_points(learner, progress, where: str) -> None:
+def _retry(card_id: str, leave: bool) -> None:
+    """Before the next run draws anything: the quiz opens on this card (and Home switches to the Q&A page)."""
+    st.session_state["qa_retry_card"] = card_id
+    st.session_state["qa_mode"] = "Quiz"
+    st.session_state["qa_go"] = leave
+
+
+def weak_points(learner, progress, where: str, rows=None) -> None:
     """The rubric points this learner missed most often: each with its card, the page that shows it and a button
     that opens the card in the quiz again."""
+    if st.session_state.pop("qa_go", False):
+        st.switch_page("pages/6_Interview_QA.py")
     if learner is None:
         return
-    rows = progress.weak_points(learner)
+    rows = progress.weak_points(learner) if rows is None else rows
     if not rows:
         return
     cards = G.gradable_cards()
@@ -101,8 +110,6 @@ def weak_points(learner, progress, where: str) -> None:
         c1.markdown(f"✗ {w['text']}  \n_{c.question}_ · missed {w['missed']} of {w['asked']}")
         if c.page in BY_PATH:
             c1.page_link(c.page, label=BY_PATH[c.page].title, icon=BY_PATH[c.page].icon)
-        quiz_card = ":" not in c.id  # a mock step is retried in its interview
-        if quiz_card and c2.button("Retry", key=f"{where}_weak_{n}", help="Open this card in the quiz"):
-            st.session_state["qa_retry_card"] = c.id
-            st.session_state["qa_mode"] = "Quiz"
-            st.switch_page("pages/6_Interview_QA.py")
+        if ":" not in c.id:  # a mock step is retried in its interview
+            c2.button("Retry", key=f"{where}_weak_{n}", help="Open this card in the quiz", on_click=_retry,
+                      args=(c.id, where != "qa"))

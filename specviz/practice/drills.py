@@ -111,8 +111,8 @@ def residual(rng: random.Random, seed: int) -> Drill:
         f"$\\max(0, p - q) = ({_fmt(_r(x) for x in pos)})$, summing to {sum(pos):.2f}; divided by that sum: "
         f"$({_fmt(answer)})$. Tokens the draft over-proposed ($q \\ge p$) get nothing: they already received their "
         "full $p$ on the accept branch. Drawing from p instead would give every token an extra $(1 - \\beta)\\,p(x)$ "
-        "on top of $\\min(p(x), q(x))$ ($\\beta$ = the acceptance probability): the over-proposed ones would end "
-        "above $p$, the others below it.",
+        "on top of $\\min(p(x), q(x))$ ($\\beta$ = the acceptance probability): $\\min(p, q) + (1 - \\beta)p "
+        "\\ne p$ whenever $\\beta < 1$, and the over-proposed tokens end above their $p$.",
         "pages/4_Lossless_lab.py", "list")
 
 
@@ -151,11 +151,16 @@ def walltime(rng: random.Random, seed: int) -> Drill:
 K_CAP = 16  # the largest K the best-k drill offers
 
 
+def _gains(a: float, c: float, v: float) -> list[float]:
+    """The estimated improvement of every K in 1..K_CAP, best first."""
+    return sorted((walltime_improvement(a, k, c, v) for k in range(1, K_CAP + 1)), reverse=True)
+
+
 def best_k_drill(rng: random.Random, seed: int) -> Drill:
     while True:  # the best K must stand out: the runner-up at least 1 % worse, or no K near 1
         a, c = _r(rng.uniform(0.3, 0.95), 2), _r(rng.uniform(0.02, 0.6), 2)
         v = 1.0 if rng.random() < 0.6 else _r(rng.uniform(1.05, 1.5), 2)
-        gains = sorted((walltime_improvement(a, k, c, v) for k in range(1, K_CAP + 1)), reverse=True)
+        gains = _gains(a, c, v)
         if gains[0] > 1.01 and gains[1] < gains[0] * 0.99 or gains[0] < 0.99:
             break
     return best_k_for(seed, a, c, v)
@@ -163,7 +168,7 @@ def best_k_drill(rng: random.Random, seed: int) -> Drill:
 
 def best_k_for(seed: int, a: float, c: float, v: float) -> Drill:
     """The best-k drill at given a, c, v (its worked solution shows the improvement around the peak)."""
-    gains = sorted((walltime_improvement(a, k, c, v) for k in range(1, K_CAP + 1)), reverse=True)
+    gains = _gains(a, c, v)
     k = best_k(a, c, v, K_CAP)
     capped = k == K_CAP and walltime_improvement(a, K_CAP + 1, c, v) > walltime_improvement(a, K_CAP, c, v)
     # the window around the peak stays inside 1..K_CAP: at the cap there is no K + 1 to show

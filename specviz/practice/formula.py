@@ -98,14 +98,18 @@ def compile_formula(text: str):
             ops.pop()
         else:
             op = "u-" if t == "-" and (prev is None or prev in _PREC or prev == "(") else t
-            if op == "+" and (prev is None or prev == "("):
+            if op == "+" and (prev is None or prev in _PREC or prev == "("):  # a unary plus changes nothing
+                prev = t
+                continue
+            if op == "u-":  # a prefix operator pops nothing: a^-1 is a^(-1), -a^2 is -(a^2)
+                ops.append(op)
                 prev = t
                 continue
             while ops and ops[-1] != "(" and (_PREC[ops[-1]] > _PREC[op] or
                                               _PREC[ops[-1]] == _PREC[op] and op != "^" and op != "u-"):
                 out.append(ops.pop())
             ops.append(op)
-        prev = t if t not in ("-",) else ("u-" if out == [] else t)
+        prev = t
     while ops:
         if ops[-1] == "(":
             return None
@@ -152,7 +156,8 @@ def same_formula(a, b) -> bool:
 # ---------------------------------------------------------------- finding formulas and numbers in prose
 _SPAN = re.compile(r"(?:SUMI0|\\frac|\d+(?:\.\d+)?|(?<![A-Za-z])[aiKcvnBLT](?![A-Za-z])|[().+\-*/^{}_=\\\s])+")
 _NUMBER = re.compile(r"(?<![\w.])[-−]?\d+(?:\.\d+)?(?![\w.]*[A-Za-z])")
-_ASSIGN = re.compile(r"\b([aKcvα γ]|alpha|gamma)\s*=\s*(\d+(?:\.\d+)?)")
+_ASSIGN = re.compile(r"\b([aKcvαγ]|alpha|gamma)\s*=\s*(\d+(?:\.\d+)?)")
+_RESULT = re.compile(r"(?:\bgives?\b|\bgiving\b|\byields?\b|[=→≈:])\s*(\d+\.\d+)")
 
 
 def formulas_in(text: str) -> list:
@@ -174,6 +179,14 @@ def formulas_in(text: str) -> list:
 def numbers_in(text: str) -> list[str]:
     """The numbers a sentence states, as written (their decimals say how precisely)."""
     return [x.replace("−", "-") for x in _NUMBER.findall(normalize(text))]
+
+
+def results(text: str) -> list[float]:
+    """The results a rubric point states: a decimal right after 'gives', '=', '→', '≈' or ':' that is not a
+    parameter being set (a = 0.7) and not inside a given tuple (p = (0.51, 0.49))."""
+    text = normalize(text)
+    params = {m.start(2) for m in _ASSIGN.finditer(text)}
+    return [float(m.group(1)) for m in _RESULT.finditer(text) if m.start(1) not in params]
 
 
 def assignments(text: str) -> dict[str, float]:

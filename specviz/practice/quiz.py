@@ -255,13 +255,14 @@ class Asked:
     question: str
     why: str  # "the chain's step N" or "follow-up on: <missed point>"
     answer: str = ""
-    points: tuple = ()  # (point, made, evidence) per rubric point
+    points: tuple = ()  # (point, made, evidence, confidence) per rubric point
     score: float | None = None
 
 
-FOLLOW_UP_RULE = ("After each answer the interviewer follows up on the missed point the grader was surest was "
-                  "missed, with the bank question closest to it; an answer that makes every point moves on to the "
-                  "chain's next question. The interview ends after as many questions as the chain has.")
+FOLLOW_UP_RULE = ("After an answer to one of the chain's questions, the interviewer follows up on the point the "
+                  "grader was surest was missed, with the bank question closest to it; after a follow-up, or an "
+                  "answer that makes every point, the chain's next question. The interview ends after as many "
+                  "questions as the chain has.")
 
 
 def next_question(mock, asked: list[Asked], pick_follow_up) -> tuple[str, str, str] | None:
@@ -275,7 +276,8 @@ def next_question(mock, asked: list[Asked], pick_follow_up) -> tuple[str, str, s
     last = asked[-1]
     missed = [(conf, p) for p, made, _, conf in last.points if not made]
     chain_steps = sum(1 for a in asked if a.card.startswith(mock.id + ":"))
-    if missed:
+    followed_up = not last.card.startswith(mock.id + ":")
+    if missed and not followed_up:  # one follow-up at a time, then back to the chain: its deep steps get asked
         point = max(missed)[1]
         card = pick_follow_up(point, [a.card for a in asked])
         if card is not None:

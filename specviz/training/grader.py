@@ -16,6 +16,7 @@ import yaml
 
 from specviz.errors import SpecVizError
 from specviz.practice import grade as G
+from specviz.qa.bank import bank
 
 LABELS = pathlib.Path(__file__).resolve().parents[1] / "practice" / "grading_labels.yaml"
 TARGETS = dict(agreement=0.85, kappa=0.7, wrong_max=0.25, strong_min=0.6)
@@ -40,7 +41,6 @@ def load_labels(path: pathlib.Path = LABELS) -> tuple[list[Labelled], set[str]]:
 
 
 def cards_by_id() -> dict:
-    from specviz.qa.bank import bank
     return {q.id: q for q in bank().questions}
 
 
@@ -96,7 +96,7 @@ def train(rows: list[Labelled], rounds: int = 3, write: bool = True, penalty: fl
     for _ in range(rounds):
         X, y = _examples(rows, cards, enc, weights)
         weights = _fit(X, y, weights, **fit)
-    feats = [G.pair_features(r.card, cards[r.card].rubric, r.answer, enc, weights) for r in rows]
+    feats = [G.pair_features(cards[r.card].rubric, r.answer, enc, weights) for r in rows]
     y = [lab for r in rows for lab in r.labels]
 
     def quality(t: float) -> tuple[float, float]:
