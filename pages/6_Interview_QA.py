@@ -360,23 +360,32 @@ def countdown(m, limit: int) -> None:
     show()
 
 
-def mock_verdict(mock, m, learner) -> None:
-    v = Q.mock_verdict(m.scores)
+def verdict_block(mock, scores, rows, learner, recorded: bool, rule_extra: str = "") -> bool:
+    """A chain's verdict: level, rule, the steps' table, the weakest step, the level guide and the learner's past
+    results on it (recorded once). Returns whether it is recorded."""
+    v = Q.mock_verdict(scores)
     st.subheader(f"Verdict: {v.level} ({Q.LEVEL_NAMES.get(v.level, 'start with the fundamentals')})")
-    st.markdown(f"Mean step score {round(100 * v.mean)} % over {len(m.scores)} steps. Rule: {Q.VERDICT_RULE}")
-    st.dataframe([{"Step": n + 1, "Question": s.question, "Score": Q.fmt(x)}
-                  for n, (s, x) in enumerate(zip(mock.steps, m.scores))], hide_index=True, width="stretch")
-    if v.weakest is not None and m.scores[v.weakest] < 1:
-        st.markdown(f"Work on step {v.weakest + 1} first: _{mock.steps[v.weakest].question}_")
+    st.markdown(f"Mean step score {round(100 * v.mean)} % over {len(scores)} steps. Rule: {Q.VERDICT_RULE}"
+                + (f" {rule_extra}" if rule_extra else ""))
+    st.dataframe(rows, hide_index=True, width="stretch")
+    if v.weakest is not None and scores[v.weakest] < 1:
+        st.markdown(f"Work on step {v.weakest + 1} first: _{rows[v.weakest]['Question']}_")
     if mock.level_guide:
         with st.container(border=True):
             st.markdown(f"**What separates the levels in this chain**\n\n{mock.level_guide}")
     if learner is not None:
-        if not m.recorded:
+        if not recorded:
             progress().record_mock(learner, mock.id, v.level, v.mean)
-            m.recorded = True
+            recorded = True
         past = [f"{lvl} ({round(100 * s)} %)" for mid, lvl, s in progress().mocks(learner) if mid == mock.id]
         st.caption("Your results on this chain so far: " + ", ".join(past))
+    return recorded
+
+
+def mock_verdict(mock, m, learner) -> None:
+    m.recorded = verdict_block(mock, m.scores, [{"Step": n + 1, "Question": s.question, "Score": Q.fmt(x)}
+                                                for n, (s, x) in enumerate(zip(mock.steps, m.scores))],
+                               learner, m.recorded)
     if st.button("Take this interview again ↻", key="qa_mock_again", type="primary"):
         st.session_state["qa_mock"] = Q.Mock(mock.id, len(mock.steps))
         st.rerun()
@@ -424,17 +433,13 @@ def graded_interview(mock, learner) -> None:
     asked = state["asked"]
     nxt = Q.next_question(mock, asked, lambda point, exclude: GR.G.follow_up(point, exclude, GR.encoder()))
     if nxt is None:
-        v = Q.mock_verdict([a.score for a in asked])
-        st.subheader(f"Verdict: {v.level} ({Q.LEVEL_NAMES.get(v.level, 'start with the fundamentals')})")
-        st.markdown(f"Mean step score {round(100 * v.mean)} % over {len(asked)} graded answers. Rule: "
-                    f"{Q.VERDICT_RULE} {Q.FOLLOW_UP_RULE}")
-        st.dataframe([{"Step": n + 1, "Question": a.question, "Why asked": a.why, "Score": Q.fmt(a.score)}
-                      for n, a in enumerate(asked)], hide_index=True, width="stretch")
-        st.download_button("Download the transcript (Markdown)", Q.transcript(mock.title, asked, v),
+        scores = [a.score for a in asked]
+        state["recorded"] = verdict_block(mock, scores, [{"Step": n + 1, "Question": a.question, "Why asked": a.why,
+                                                          "Score": Q.fmt(a.score)} for n, a in enumerate(asked)],
+                                          learner, state["recorded"], Q.FOLLOW_UP_RULE)
+        st.download_button("Download the transcript (Markdown)",
+                           Q.transcript(mock.title, asked, Q.mock_verdict(scores)),
                            file_name=f"{mock.id}-transcript.md", mime="text/markdown", key="qa_gmock_dl")
-        if learner is not None and not state["recorded"]:
-            progress().record_mock(learner, mock.id, v.level, v.mean)
-            state["recorded"] = True
         if st.button("Take this interview again ↻", key="qa_gmock_again", type="primary"):
             st.session_state.pop("qa_gmock", None)
             st.rerun()
