@@ -460,17 +460,23 @@ def card(card_id: str) -> Card:
     return cards[card_id]
 
 
-def follow_up(point: str, exclude=(), encoder: Encoder | None = None) -> Card | None:
+def follow_up(point: str, exclude=(), encoder: Encoder | None = None, twin: float = 0.75) -> Card | None:
     """The bank question that best probes a missed point: the one whose question, headline and rubric sit
-    closest to it in meaning (asked cards excluded). What an interviewer does: dig where the answer was thin."""
+    closest to it in meaning. What an interviewer does: dig where the answer was thin. Cards already asked are
+    excluded, and so are their near-twins (a question within `twin` cosine of an asked one: the same question
+    in other words is no follow-up)."""
     enc = encoder or default_encoder()
+    cards = gradable_cards()
+    asked = [cards[c].question for c in exclude if c in cards]
     pool = [q for q in bank().questions if q.rubric and q.id not in set(exclude)]
+    if asked and pool:
+        near = (enc.cached([q.question for q in pool]) @ enc.cached(asked).T).max(dim=1).values
+        pool = [q for q, n in zip(pool, near.tolist()) if n < twin] or pool
     if not pool:
         return None
     texts = [" ".join([q.question, q.headline, *q.rubric]) for q in pool]
     sims = enc.cached(texts) @ enc.cached([point])[0]
-    best = pool[int(enc.torch.argmax(sims))]
-    return gradable_cards()[best.id]
+    return cards[pool[int(enc.torch.argmax(sims))].id]
 
 
 def hint(point: str, reference: str, encoder: Encoder | None = None, limit: int = 180) -> str:
