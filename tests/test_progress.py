@@ -69,3 +69,13 @@ def test_progress_survives_a_new_process(tmp_path):
                           "p = Progress(sys.argv[1]); print(p.prediction_score(p.learner('Ada')))", str(path)],
                          capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "(3, 4)"
+
+
+def test_a_database_url_is_one_sentence_not_a_folder(tmp_path, monkeypatch):
+    """Issue 49's bad input, for now: SPECVIZ_DB=postgresql://... used to create a folder named "postgresql:" with a
+    SQLite file in it. It is refused in one sentence, and nothing is created."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SPECVIZ_DB", "postgresql://teacher@db.example:5432/cohort")
+    with pytest.raises(SpecVizError, match="postgresql:// URL") as e:
+        Progress()
+    assert "\n" not in str(e.value) and not any(tmp_path.iterdir())

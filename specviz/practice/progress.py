@@ -44,6 +44,10 @@ def default_path() -> pathlib.Path:
     """SPECVIZ_DB if set, else the user's cache folder (where the converted model lives too)."""
     env = os.environ.get("SPECVIZ_DB")
     if env:
+        if "://" in env:  # a database URL is never quietly taken for a file path (it made a folder "postgresql:")
+            scheme = env.split("://", 1)[0][:20]
+            raise SpecVizError(f"SPECVIZ_DB is a {scheme}:// URL, and this version keeps progress in SQLite only: "
+                               "set SPECVIZ_DB to a file path, or unset it for ~/.cache/specviz/progress.sqlite.")
         return pathlib.Path(env).expanduser()
     base = pathlib.Path(os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache")
     return base / "specviz" / "progress.sqlite"
