@@ -96,6 +96,9 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--length-penalty", type=float, default=1.0)
     d.add_argument("--k", type=int, default=4, help="draft tokens per cycle")
     d.add_argument("--dynamic-k", action="store_true")
+    d.add_argument("--acceptance", choices=["token", "block"], default="token",
+                   help="speculative, sampling: token-wise rejection sampling or block verification (Sun et al.); "
+                        "both exact, greedy runs are plain greedy either way")
     d.add_argument("--drafter", choices=["feature", "token", "ngram", "early-exit", "suffix", "staged"], default=None,
                    help="default: the feature draft (embedded target), else the draft model, else n-gram lookup")
     d.add_argument("--early-exit-layers", type=int, default=4)
@@ -432,7 +435,8 @@ def decode(a) -> dict:
             typical = parse_typical(a.typical) if a.typical is not None else None
             return run_steps(tree_speculative_steps(model, drafter, tok, ids, a.max_new_tokens, a.tree_budget,
                                                     a.tree_depth, a.tree_width, c, typical=typical))[1]
-        return run_steps(speculative_steps(model, drafter, tok, ids, a.max_new_tokens, a.k, c, a.dynamic_k))[1]
+        return run_steps(speculative_steps(model, drafter, tok, ids, a.max_new_tokens, a.k, c, a.dynamic_k,
+                                           acceptance=a.acceptance))[1]
 
     results = [one(a.seed + i) for i in range(a.num_samples)]
     out = results[0].as_dict()

@@ -103,12 +103,10 @@ class TokenTree:
     def __post_init__(self):
         if len(self.tokens) != len(self.parents) or any(not -1 <= a < i for i, a in enumerate(self.parents)):
             raise ValueError(f"not a tree in topological order: parents {self.parents}")
-        # a negative id would index from the END of the vocabulary in Python: refuse it (vLLM's tests do too)
-        vocab = self.q.shape[-1] if self.q is not None else None
-        bad = [t for t in self.tokens if t < 0 or vocab is not None and t >= vocab]
-        if bad:
-            raise ValueError(f"draft token id {bad[0]} is outside the vocabulary (0..{(vocab or 0) - 1})"
-                             if vocab else f"draft token id {bad[0]} is negative")
+        if self.q is not None:
+            check_ids(self.tokens, self.q.shape[-1])
+        elif any(t < 0 for t in self.tokens):  # the vocabulary's size comes with p, in verify_tree
+            raise ValueError(f"draft token id {min(self.tokens)} is negative")
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -169,6 +167,14 @@ def sibling_schedule(p: torch.Tensor, xs: list[int],
     return probs, dists, fallback
 
 
+def check_ids(tokens, vocab: int) -> None:
+    """Draft ids must index the vocabulary: a negative one would read from its END in Python (vLLM's tests refuse
+    both ends too)."""
+    bad = [t for t in tokens if not 0 <= t < vocab]
+    if bad:
+        raise ValueError(f"draft token id {bad[0]} is outside the vocabulary (0..{vocab - 1})")
+
+
 def verify_tree(tree: TokenTree, p: torch.Tensor, greedy: bool, gen: torch.Generator,
                 stop: set[int] | frozenset = frozenset()) -> Verification:
     """p: (n + 1, vocab) from ONE verify pass over the tree: row 0 the root's next-token distribution, row
@@ -176,9 +182,7 @@ def verify_tree(tree: TokenTree, p: torch.Tensor, greedy: bool, gen: torch.Gener
     plain greedy for any tree). Sampling: recursive rejection sampling over each node's children in turn;
     output ~ p exactly as long as each q is what its node was really drawn from (one-hot for deterministic
     picks). Taking "the longest accepted path" instead is biased (tests/test_tree_verify.py)."""
-    vocab = p.shape[-1]
-    if any(t >= vocab for t in tree.tokens):
-        raise ValueError(f"draft token id {max(tree.tokens)} is outside the vocabulary (0..{vocab - 1})")
+    check_ids(tree.tokens, p.shape[-1])
     rulings, path, node = [], [], -1
     while True:
         row, kids = p[node + 1], tree.children(node)
@@ -315,3 +319,63 @@ def first_token_tv(tree: TokenTree, p: torch.Tensor, typical: tuple[float, float
     """Total variation between the first emitted token's distribution and the target's p[0]: 0 for the exact
     rule (up to rounding), the typical rule's distance from the target otherwise."""
     return 0.5 * float((first_token_distribution(tree, p, typical) - p[0].double()).abs().sum())
+
+
+# ---------------------------------------------------------------- block verification (Sun et al., ICLR 2025)
+def block_weights(drafts: list[int], q: torch.Tensor | None, p: torch.Tensor) -> tuple[list[float], list[float]]:
+    """For each prefix length i = 0..K of the drafts: p_i, the running likelihood ratio clipped at 1 (p_0 = 1,
+    p_i = min(1, p_(i-1) · p(x_i)/q(x_i))), and h_i, the weight of keeping exactly i drafts:
+    h_i = r_i / (r_i + 1 − p_i) with r_i = Σ_x max(0, p_i · p(x | x_≤i) − q(x | x_≤i)) for i < K, and h_K = p_K.
+    Token-wise verification stops at the first failed test; these weights let a later draft the target likes more
+    than the draft did rescue an earlier one it liked less (why it accepts at least as many in expectation)."""
+    ps, hs = [1.0], []
+    for i, x in enumerate(drafts):
+        qi = q[i] if q is not None else one_hot(x, p[i])
+        ps.append(min(1.0, ps[-1] * float(p[i, x]) / float(qi[x])) if float(qi[x]) > 0 else 0.0)
+    for i in range(len(drafts)):
+        qi = q[i] if q is not None else one_hot(drafts[i], p[i])
+        r = float(torch.clamp(ps[i] * p[i] - qi, min=0.0).sum())
+        hs.append(r / (r + 1.0 - ps[i]) if r + 1.0 - ps[i] > 0 else 1.0)
+    hs.append(ps[-1])
+    return ps, hs
+
+
+def verify_block(drafts: list[int], q: torch.Tensor | None, p: torch.Tensor, gen: torch.Generator,
+                 stop: set[int] | frozenset = frozenset()) -> Verification:
+    """Block verification of a chain (sampling only): one uniform η_i per draft (from `gen`, in position order),
+    τ = the largest i with η_i ≤ h_i (block_weights; h_0 = 1, so τ ≥ 0), keep drafts 1..τ, then draw one token:
+    from p(· | x_≤K) when τ = K (the bonus), else from normalize(max(0, p_τ · p(· | x_≤τ) − q(· | x_≤τ))). The
+    output is distributed exactly as the target's, and the expected number kept is never below token-wise
+    verification's (tests/test_block_verify.py enumerates both). An accepted end-of-sequence ends the block."""
+    check_ids(drafts, p.shape[-1])
+    ps, hs = block_weights(drafts, q, p)
+    etas = [float(torch.rand((), generator=gen)) for _ in drafts]
+    tau = max([0] + [i + 1 for i, eta in enumerate(etas) if eta <= hs[i + 1]])
+    path = list(range(tau))
+    rulings = tuple(Ruling(i, x, float(p[i, x]), float((q[i] if q is not None else one_hot(x, p[i]))[x]), hs[i + 1],
+                           etas[i], i < tau, -1) for i, x in enumerate(drafts))
+    for i in path:
+        if drafts[i] in stop:
+            return Verification(rulings[:i + 1], tuple(range(i + 1)), None, "none", None, False)
+    if tau == len(drafts):
+        return Verification(rulings, tuple(path), draw(p[tau], False, gen), "bonus" if drafts else "target", None,
+                            False)
+    qt = q[tau] if q is not None else one_hot(drafts[tau], p[tau])
+    res, fallback = residual(ps[tau] * p[tau], qt)  # scaled: max(0, p_τ p − q), normalised
+    res = p[tau] if fallback else res
+    return Verification(rulings, tuple(path), draw(res, False, gen), "resampled", res, fallback)
+
+
+RULES = ("token", "block")  # how a chain of sampled drafts is judged: one by one, or jointly (both exact)
+
+
+def verify_chain(drafts: list[int], q: torch.Tensor | None, p: torch.Tensor, greedy: bool, gen: torch.Generator,
+                 stop: set[int] | frozenset = frozenset(), rule: str = "token") -> Verification:
+    """The one selector: greedy verification for a greedy target whatever the rule (both rules reduce to it),
+    else token-wise rejection sampling (verify) or block verification (verify_block)."""
+    if rule not in RULES:
+        raise ValueError(f"acceptance rule must be one of {', '.join(RULES)}; got {rule!r}")
+    if rule == "block" and not greedy:
+        return verify_block(drafts, q, p, gen, stop)
+    return verify(drafts, q, p, greedy, gen, stop)
+

@@ -228,3 +228,24 @@ def test_each_cycle_records_the_k_it_asked_for_and_the_budgets_cap(tiny_llama):
             assert c.k_asked == (min(prev.k_asked + 2, 16) if grew else max(1, prev.k_asked - 1))
         produced += len(c.emitted)
     assert cycles[0].k_asked == 4 and produced == len(result.token_ids)
+
+
+def test_the_engine_runs_block_verification_on_a_model(tiny_llama):
+    """speculative_steps(acceptance="block"): under greedy it is plain greedy; under sampling it runs to the end
+    with drafts kept; an unknown rule is one sentence before anything runs."""
+    from specviz.errors import SpecVizError
+
+    model, tok = tiny_llama
+    ids = tok("The capital of France is")["input_ids"]
+    plain = run_steps(plain_steps(model, tok, ids, 12))[1].token_ids
+    greedy = run_steps(speculative_steps(model, ModelDrafter(early_exit_model(model, 1)), tok, ids, 12, 4,
+                                         acceptance="block"))[1]
+    assert greedy.token_ids == plain
+    cfg = SamplingConfig(1.0, 0, 1.0, 3)
+    events, sampled = run_steps(speculative_steps(model, ModelDrafter(early_exit_model(model, 1)), tok, ids, 24, 4,
+                                                  cfg, acceptance="block"))
+    assert len(sampled.token_ids) == 24 and all(0 <= t < 49152 for t in sampled.token_ids)
+    assert all(c.verify_mode == "sampling" for c in events)
+    with pytest.raises(SpecVizError, match="acceptance rule"):
+        run_steps(speculative_steps(model, ModelDrafter(early_exit_model(model, 1)), tok, ids, 4, 2,
+                                    acceptance="lenient"))

@@ -19,15 +19,19 @@ from specviz.sampling import SamplingConfig, distribution, new_generator, warper
 from specviz.engine.loop import Decoding, run_cycles
 from specviz.engine.step import Stepper, token_text, top_probs
 from specviz.trace import CacheState, Cycle, DraftToken, Result, Verdict
-from specviz.verify import Verification, one_hot, verify
+from specviz.verify import RULES, Verification, one_hot, verify_chain
 
 
 def speculative_steps(target, drafter: Drafter, tokenizer, prompt_ids: list[int], max_new_tokens: int, k: int = 4,
                       cfg: SamplingConfig = SamplingConfig(), dynamic_k: bool = False, k_max: int = 16,
-                      top_n: int = 5, laps: list | None = None) -> Generator[Cycle, None, Result]:
-    """laps: a list to receive the end time of each stage of each cycle (Decoding.lap), for the timeline."""
+                      top_n: int = 5, laps: list | None = None, acceptance: str = "token"
+                      ) -> Generator[Cycle, None, Result]:
+    """laps: a list to receive the end time of each stage of each cycle (Decoding.lap), for the timeline.
+    acceptance: "token" (token-wise rejection sampling) or "block" (block verification); greedy runs either way."""
     if k < 1:
         raise SpecVizError(f"K (draft length) must be at least 1; got {k}.")
+    if acceptance not in RULES:
+        raise SpecVizError(f"The acceptance rule is one of {', '.join(RULES)}; got {str(acceptance)[:40]!r}.")
     run = Run.start(target, drafter, tokenizer, prompt_ids, max_new_tokens, cfg, laps)
     tstep, ks = run.tstep, [k]  # ks[-1]: this cycle's K (dynamic K changes it between cycles)
 
@@ -44,7 +48,7 @@ def speculative_steps(target, drafter: Drafter, tokenizer, prompt_ids: list[int]
             drafter.observe(tstep.states, fed_from)
         target_filled = tstep.cached
         d.lap("verify")
-        v = verify(drafts, q, p, cfg.greedy, run.gen, d.stop)
+        v = verify_chain(drafts, q, p, cfg.greedy, run.gen, d.stop, acceptance)
         emitted = drafts[:v.accepted] + ([v.token] if v.token is not None else [])
         d.lap("accept")
 
