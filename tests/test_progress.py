@@ -1,4 +1,6 @@
-"""Learner progress in SQLite: WAL mode, Leitner boxes, parallel writers lose nothing, a new process reads it."""
+"""Learner progress on both backends, SQLite and a real PostgreSQL the tests start (tests/postgres.py): Leitner boxes,
+parallel writers from several processes lose nothing (also on one card), a new process reads it, one migration path;
+a bad database URL is one sentence."""
 import multiprocessing
 import subprocess
 import sys
@@ -13,9 +15,22 @@ ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.fast
 
 
-def test_wal_mode_and_leitner_boxes(tmp_path):
-    p = Progress(tmp_path / "p.sqlite")
-    assert p.journal_mode() == "wal"
+@pytest.fixture
+def opened():
+    """Progress(target), closed after the test (a PostgreSQL store holds a pool of connections and its threads)."""
+    made = []
+
+    def open_store(target):
+        made.append(Progress(target))
+        return made[-1]
+    yield open_store
+    for p in made:
+        p.close()
+
+
+def test_wal_mode_and_leitner_boxes(store_target, opened):
+    p = opened(store_target)
+    assert p.journal_mode() == ("wal" if p.backend.dialect == "sqlite" else "postgresql")
     me = p.learner("Ada")
     assert p.learner("  Ada ") == me and p.learner("Grace") != me
     assert p.record_card(me, "residual", 1.0, now=0) == 2
@@ -27,6 +42,30 @@ def test_wal_mode_and_leitner_boxes(tmp_path):
     assert order == ["residual", "new", "tree"]  # due first, then unseen, then not yet due
     assert p.missed(me) == {"residual"}
     assert p.cards(p.learner("Grace")) == {}  # each learner keeps their own
+
+
+def test_every_record_reads_back_the_same_on_both_backends(store_target, opened):
+    """Drills, predictions, mocks and graded points, written and read through the same functions on each backend."""
+    p = opened(store_target)
+    me, other = p.learner("Ada"), p.learner("Grace")
+    p.record_drill(me, "accept", 2 ** 40, True, "x" * 500)  # a 64-bit seed; a response cut to 200 characters
+    p.record_drill(me, "accept", 1, False, "0.3")
+    p.record_drill(me, "kv-gib", 3, True, "1.5")
+    assert p.drill_stats(me) == {"accept": (2, 1), "kv-gib": (1, 1)} and p.drill_stats(other) == {}
+    p.record_prediction(me, "spec", 3, 4)
+    p.record_prediction(me, "beam", 1, 2)
+    assert p.prediction_score(me) == (4, 6) and p.predictions_by_page(me) == {"spec": 4, "beam": 2}
+    assert p.prediction_score(other) == (0, 0)
+    p.record_mock(me, "mock-a", "strong", 0.9)
+    p.record_mock(me, "mock-a", "weak", 0.25)
+    assert p.mocks(me) == [("mock-a", "strong", 0.9), ("mock-a", "weak", 0.25)]
+    p.record_points(me, "residual", [(0, "p - q clipped", True, True), (1, "normalised", False, False)], now=1.0)
+    p.record_points(me, "residual", [(0, "p - q clipped", True, False), (1, "normalised", False, False)], now=2.0)
+    p.record_points(other, "residual", [(0, "p - q clipped", False, True)], now=3.0)
+    assert p.weak_points(me) == [dict(card="residual", point=1, text="normalised", missed=2, asked=2),
+                                 dict(card="residual", point=0, text="p - q clipped", missed=1, asked=2)]
+    assert p.overrules(me) == (1, 4) and p.overrules() == (2, 5) and p.overrules(p.learner("Lin")) == (0, 0)
+    assert p.version() == 1
 
 
 def test_names_are_bounded():
@@ -42,11 +81,14 @@ def _writer(path, name, n):
     for i in range(n):
         p.record_drill(me, "accept", i, i % 2 == 0, str(i))
         p.record_card(me, f"card{i % 7}", 1.0)
+        p.record_card(me, "shared", 1.0 if i % 3 else 0.0)  # every process answers this one: same learner, same card
+        p.learner("everyone")  # and creates this learner at the same time as the others
+    p.close()
 
 
-def test_parallel_writers_lose_nothing(tmp_path):
-    path = tmp_path / "p.sqlite"
-    Progress(path)
+def test_parallel_writers_lose_nothing(store_target, opened):
+    path = store_target
+    Progress(path).close()
     ctx = multiprocessing.get_context("spawn")
     procs = [ctx.Process(target=_writer, args=(path, f"learner{i}", 60)) for i in range(4)]
     for pr in procs:
@@ -54,28 +96,91 @@ def test_parallel_writers_lose_nothing(tmp_path):
     for pr in procs:
         pr.join(120)
         assert pr.exitcode == 0
-    p = Progress(path)
+    p = opened(path)
     for i in range(4):
         me = p.learner(f"learner{i}")
         assert p.drill_stats(me) == {"accept": (60, 30)}
-        assert sum(c["seen"] for c in p.cards(me).values()) == 60
+        assert sum(c["seen"] for c in p.cards(me).values()) == 2 * 60
+        assert p.cards(me)["shared"]["seen"] == 60 and p.cards(me)["shared"]["right"] == 40
 
 
-def test_progress_survives_a_new_process(tmp_path):
-    path = tmp_path / "p.sqlite"
-    p = Progress(path)
+def test_progress_survives_a_new_process(store_target, opened):
+    path = store_target
+    p = opened(path)
     p.record_prediction(p.learner("Ada"), "spec", 3, 4)
     out = subprocess.run([sys.executable, "-c", "from specviz.practice.progress import Progress; import sys; "
-                          "p = Progress(sys.argv[1]); print(p.prediction_score(p.learner('Ada')))", str(path)],
+                          "p = Progress(sys.argv[1]); print(p.prediction_score(p.learner('Ada'))); p.close()", str(path)],
                          capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "(3, 4)"
 
 
+def test_a_file_from_before_versioning_opens_as_version_1(tmp_path):
+    """The one migration path: a SQLite file made before the store had versions (its tables, no schema_version)
+    opens as version 1 with its data; opening again applies nothing twice."""
+    import sqlite3
+
+    from specviz.practice.progress import DIALECT, SCHEMA
+
+    path = tmp_path / "old.sqlite"
+    with sqlite3.connect(path) as db:
+        db.executescript(SCHEMA.format(**DIALECT["sqlite"]))
+        db.execute("INSERT INTO learners (name, created) VALUES ('Ada', 0)")
+        db.execute("INSERT INTO predictions (learner, page, \"right\", total, at) VALUES (1, 'spec', 2, 3, 0)")
+    for _ in range(2):
+        p = Progress(path)
+        assert p.version() == 1 and p.prediction_score(p.learner("Ada")) == (2, 3)
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT COUNT(*) FROM schema_version").fetchone()[0] == 1
+
+
+def _open(target):
+    Progress(target).close()
+
+
+def test_servers_starting_together_migrate_once(store_target, opened):
+    """Several processes open a new store at the same moment (servers starting together): each migration runs once."""
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_open, args=(store_target,)) for _ in range(4)]
+    for pr in procs:
+        pr.start()
+    for pr in procs:
+        pr.join(120)
+        assert pr.exitcode == 0
+    p = opened(store_target)
+    with p._db() as db:
+        assert db.execute("SELECT COUNT(*), MAX(version) FROM schema_version").fetchone() == (1, 1)
+
+
+def test_a_restarted_database_loses_nothing_and_the_pool_recovers(postgres_cluster, opened):
+    """PostgreSQL restarted mid-round: what was written is there, and the server's pool replaces its broken
+    connections instead of handing one to a page."""
+    from postgres import fresh_database, restart
+
+    p = opened(fresh_database(postgres_cluster, "restart"))
+    me = p.learner("Ada")
+    p.record_card(me, "residual", 1.0)
+    restart(postgres_cluster)
+    p.record_card(me, "residual", 1.0)
+    assert p.cards(me)["residual"]["seen"] == 2 and p.cards(me)["residual"]["box"] == 3
+
+
 def test_a_database_url_is_one_sentence_not_a_folder(tmp_path, monkeypatch):
-    """Issue 49's bad input, for now: SPECVIZ_DB=postgresql://... used to create a folder named "postgresql:" with a
-    SQLite file in it. It is refused in one sentence, and nothing is created."""
+    """Issue 49's bad input: SPECVIZ_DB=postgresql://... used to create a folder named "postgresql:" with a SQLite file
+    in it. A URL nobody answers, a wrong database, another scheme: one sentence each (the password never shown), and
+    nothing is created in the working folder."""
+    from postgres import free_port
+
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("SPECVIZ_DB", "postgresql://teacher@db.example:5432/cohort")
-    with pytest.raises(SpecVizError, match="postgresql:// URL") as e:
-        Progress()
-    assert "\n" not in str(e.value) and not any(tmp_path.iterdir())
+    for url, says in ((f"postgresql://teacher:s3cret@127.0.0.1:{free_port()}/cohort", "Cannot open the progress"),
+                      ("mysql://teacher@db.example/cohort", "mysql:// URL")):
+        monkeypatch.setenv("SPECVIZ_DB", url)
+        with pytest.raises(SpecVizError, match=says) as e:
+            Progress()
+        assert "\n" not in str(e.value) and "s3cret" not in str(e.value) and not any(tmp_path.iterdir())
+
+
+def test_a_database_that_does_not_exist_is_one_sentence(postgres_cluster):
+    url = postgres_cluster.rsplit("/", 1)[0] + "/no_such_cohort"
+    with pytest.raises(SpecVizError, match="Cannot open the progress database .*no_such_cohort") as e:
+        Progress(url)
+    assert "\n" not in str(e.value)

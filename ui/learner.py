@@ -1,5 +1,6 @@
-"""Who is practising: a name typed once in the sidebar keys the learner's progress in the SQLite database
-(specviz.practice.progress). No password: the server binds to 127.0.0.1."""
+"""Who is practising: a name typed once in the sidebar keys the learner's progress in the server's store
+(specviz.practice.progress: SQLite, or PostgreSQL for a cohort). No password: a name keeps progress apart, it does not
+protect it (a server binds to 127.0.0.1 unless its teacher opens it to a class)."""
 from __future__ import annotations
 
 import streamlit as st
@@ -10,9 +11,22 @@ from specviz.practice.progress import MAX_NAME, Progress
 
 
 @st.cache_resource(show_spinner=False)
+def _store() -> Progress | SpecVizError:
+    """One store per server process (SPECVIZ_DB: a SQLite file, or a cohort's postgresql:// URL; else the user's
+    cache folder). A store that cannot be opened is kept as its one-sentence error: not retried on every rerun (an
+    unreachable host takes seconds to say so), shown in the sidebar, and practice goes on without keeping progress."""
+    try:
+        return Progress()
+    except SpecVizError as e:
+        return e
+
+
 def progress() -> Progress:
-    """One store per process (the path from SPECVIZ_DB or the user's cache folder); connections per call."""
-    return Progress()
+    """The server's store (called once current() has given a learner, so it opened)."""
+    store = _store()
+    if isinstance(store, SpecVizError):
+        raise store
+    return store
 
 
 def _on_name():
@@ -25,15 +39,18 @@ def name_box(container) -> None:
     st.session_state["w_learner"] = st.session_state["s_learner"]
     container.text_input("Your name (keeps your practice progress)", key="w_learner", max_chars=MAX_NAME,
                          on_change=_on_name, placeholder="e.g. Ada",
-                         help="Progress (quiz boxes, drills, predictions, mock interviews) is kept in a SQLite "
-                              "database on this server under this name. No password: anyone on this machine can "
-                              "type the same name.")
+                         help="Progress (quiz boxes, drills, predictions, mock interviews) is kept in this "
+                              "server's database (a SQLite file, or a class's PostgreSQL) under this name. No "
+                              "password: anyone using this server can type the same name.")
 
 
 def current() -> int | None:
     """The learner's id, or None before a name is typed (practice then works, but nothing is kept)."""
     name = st.session_state.get("s_learner", "")
     if not name:
+        return None
+    if isinstance(_store(), SpecVizError):
+        st.sidebar.warning(md_escape(str(_store())) + " Practice works; nothing is kept.")
         return None
     try:
         return progress().learner(name)

@@ -21,11 +21,11 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def running_server(log_path: pathlib.Path = ROOT / "test-artifacts" / "server.log"):
+def running_server(log_path: pathlib.Path = ROOT / "test-artifacts" / "server.log", env: dict | None = None):
     """Yields the server's URL once /_stcore/health answers "ok"; RuntimeError (with the log's tail) when it
-    does not within a minute."""
+    does not within a minute. env: variables set for this server only (SPECVIZ_DB: the store it keeps progress in)."""
     port = free_port()
-    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    env = dict(os.environ, HF_HUB_OFFLINE="1", **(env or {}))
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log = open(log_path, "w")  # a file, not a pipe: an unread pipe would block the server when full
     proc = subprocess.Popen(

@@ -1,16 +1,21 @@
-"""A learner's progress in SQLite (the standard library's sqlite3, WAL mode): quiz card boxes (Leitner),
-quiz answers, drill history, predict-then-reveal scores, mock-interview results.
+"""A learner's progress: quiz card boxes (Leitner), quiz answers, drill history, predict-then-reveal scores,
+mock-interview results, graded rubric points. SQLite by default (the standard library's sqlite3, WAL mode), or
+PostgreSQL (psycopg 3) when SPECVIZ_DB is a postgresql:// URL: the same schema, the same SQL, one migration path.
 
-Why SQLite and not a file per learner: a classroom of learners on one server write at the same time; WAL lets
-readers and one writer proceed together and the busy timeout queues the writers, so nothing is lost. Every
-call opens its own short connection: Streamlit runs each session in its own thread, and a connection must
-not cross threads.
+Why SQLite for one server: a classroom of learners on one server write at the same time; WAL lets readers and one
+writer proceed together and the busy timeout queues the writers, so nothing is lost. Every call opens its own
+short connection: Streamlit runs each session in its own thread, and a connection must not cross threads.
+Why PostgreSQL for a cohort: several app servers cannot share a SQLite file; they can share one PostgreSQL, each
+server keeping a small pool of connections (one per call in flight, never shared between threads).
+Every write that reads before it writes (a card's box) is one statement (an upsert), so two servers answering for
+the same learner at once cannot lose an answer under either backend.
 """
 from __future__ import annotations
 
 import contextlib
 import os
 import pathlib
+import re
 import sqlite3
 import time
 
@@ -21,36 +26,52 @@ MAX_NAME = 40
 # card missed goes back to box 1 and comes back in the same session
 INTERVAL_DAYS = {1: 0.0, 2: 1.0, 3: 3.0, 4: 7.0, 5: 16.0}
 RIGHT = 0.8  # a quiz answer scoring at least this (rubric points ticked / points) counts as right
+URL_SCHEMES = ("postgresql://", "postgres://")
 
+# One schema for both backends; {id} and {real} are the two words they spell differently (PostgreSQL's REAL is
+# 4 bytes: a Unix time in it would lose minutes). "right" is quoted: a reserved word in PostgreSQL.
 SCHEMA = """
-CREATE TABLE IF NOT EXISTS learners (id INTEGER PRIMARY KEY, name TEXT UNIQUE NOT NULL, created REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS learners (id {id}, name TEXT UNIQUE NOT NULL, created {real} NOT NULL);
 CREATE TABLE IF NOT EXISTS cards (learner INTEGER NOT NULL, card TEXT NOT NULL, box INTEGER NOT NULL,
-    due REAL NOT NULL, seen INTEGER NOT NULL, right INTEGER NOT NULL, PRIMARY KEY (learner, card));
-CREATE TABLE IF NOT EXISTS answers (id INTEGER PRIMARY KEY, learner INTEGER NOT NULL, card TEXT NOT NULL,
-    score REAL NOT NULL, at REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS drills (id INTEGER PRIMARY KEY, learner INTEGER NOT NULL, kind TEXT NOT NULL,
-    seed INTEGER NOT NULL, correct INTEGER NOT NULL, response TEXT NOT NULL, at REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS predictions (id INTEGER PRIMARY KEY, learner INTEGER NOT NULL, page TEXT NOT NULL,
-    right INTEGER NOT NULL, total INTEGER NOT NULL, at REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS mocks (id INTEGER PRIMARY KEY, learner INTEGER NOT NULL, mock TEXT NOT NULL,
-    level TEXT NOT NULL, score REAL NOT NULL, at REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS points (id INTEGER PRIMARY KEY, learner INTEGER NOT NULL, card TEXT NOT NULL,
+    due {real} NOT NULL, seen INTEGER NOT NULL, "right" INTEGER NOT NULL, PRIMARY KEY (learner, card));
+CREATE TABLE IF NOT EXISTS answers (id {id}, learner INTEGER NOT NULL, card TEXT NOT NULL,
+    score {real} NOT NULL, at {real} NOT NULL);
+CREATE TABLE IF NOT EXISTS drills (id {id}, learner INTEGER NOT NULL, kind TEXT NOT NULL,
+    seed BIGINT NOT NULL, correct INTEGER NOT NULL, response TEXT NOT NULL, at {real} NOT NULL);
+CREATE TABLE IF NOT EXISTS predictions (id {id}, learner INTEGER NOT NULL, page TEXT NOT NULL,
+    "right" INTEGER NOT NULL, total INTEGER NOT NULL, at {real} NOT NULL);
+CREATE TABLE IF NOT EXISTS mocks (id {id}, learner INTEGER NOT NULL, mock TEXT NOT NULL,
+    level TEXT NOT NULL, score {real} NOT NULL, at {real} NOT NULL);
+CREATE TABLE IF NOT EXISTS points (id {id}, learner INTEGER NOT NULL, card TEXT NOT NULL,
     point INTEGER NOT NULL, text TEXT NOT NULL, graded INTEGER NOT NULL, made INTEGER NOT NULL,
-    overruled INTEGER NOT NULL, at REAL NOT NULL);
+    overruled INTEGER NOT NULL, at {real} NOT NULL)
 """
+# The migration path, the same on both backends: (version, statements), applied in order, each once, in one
+# transaction with the version it brings. A released entry is never edited; a change to the schema is a new entry.
+# (A SQLite file from before versioning holds exactly version 1's tables: IF NOT EXISTS leaves them as they are.)
+MIGRATIONS = [(1, SCHEMA)]
+DIALECT = {"sqlite": dict(id="INTEGER PRIMARY KEY", real="REAL"),
+           "postgresql": dict(id="BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY", real="DOUBLE PRECISION")}
 
 
-def default_path() -> pathlib.Path:
-    """SPECVIZ_DB if set, else the user's cache folder (where the converted model lives too)."""
+def default_target() -> str | pathlib.Path:
+    """SPECVIZ_DB if set (a file path, or a postgresql:// URL), else the user's cache folder (where the converted
+    model lives too)."""
     env = os.environ.get("SPECVIZ_DB")
     if env:
-        if "://" in env:  # a database URL is never quietly taken for a file path (it made a folder "postgresql:")
+        if "://" in env and not env.startswith(URL_SCHEMES):  # never quietly a file path (it made a folder)
             scheme = env.split("://", 1)[0][:20]
-            raise SpecVizError(f"SPECVIZ_DB is a {scheme}:// URL, and this version keeps progress in SQLite only: "
-                               "set SPECVIZ_DB to a file path, or unset it for ~/.cache/specviz/progress.sqlite.")
-        return pathlib.Path(env).expanduser()
+            raise SpecVizError(f"SPECVIZ_DB is a {scheme}:// URL: progress is kept in SQLite (a file path) or "
+                               "PostgreSQL (a postgresql://user@host:port/database URL).")
+        return env if "://" in env else pathlib.Path(env).expanduser()
     base = pathlib.Path(os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache")
     return base / "specviz" / "progress.sqlite"
+
+
+def without_password(url: str) -> str:
+    """A URL safe to show: user:secret@ becomes user@ (also password=... in a query string)."""
+    url = re.sub(r"//([^/@:]*):[^/@]*@", r"//\1@", url)
+    return re.sub(r"(password=)[^&]*", r"\1***", url)
 
 
 def clean_name(name: str) -> str:
@@ -63,16 +84,20 @@ def clean_name(name: str) -> str:
     return name
 
 
-class Progress:
-    def __init__(self, path: str | os.PathLike | None = None):
-        self.path = pathlib.Path(path) if path else default_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._db() as db:
-            db.execute("PRAGMA journal_mode=WAL")  # persistent: set once, kept in the file
-            db.executescript(SCHEMA)
+class _SQLite:
+    dialect = "sqlite"
+
+    def __init__(self, path):
+        self.path = pathlib.Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise SpecVizError(f"Cannot create the folder for the progress database {self.path}: "
+                               f"{e.strerror or e}.") from None
+        self.where = f"SQLite file {self.path}"
 
     @contextlib.contextmanager
-    def _db(self):
+    def connect(self):
         db = sqlite3.connect(self.path, timeout=30)  # a busy writer is waited for, not failed on
         try:
             db.execute("PRAGMA busy_timeout = 30000")
@@ -81,7 +106,115 @@ class Progress:
         finally:
             db.close()
 
+    @contextlib.contextmanager
+    def migrating(self):
+        """One connection holding the write lock from the start (BEGIN IMMEDIATE): two processes opening a new file
+        at once apply each migration once."""
+        db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        try:
+            db.execute("PRAGMA busy_timeout = 30000")
+            db.execute("PRAGMA journal_mode=WAL")  # persistent: set once, kept in the file
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+        finally:
+            db.close()
+
+    def close(self):
+        pass
+
+
+class _Cursor:
+    """psycopg spelled like sqlite3: `?` placeholders (no `?` or `%` appears in this module's SQL otherwise)."""
+
+    def __init__(self, conn):
+        self.conn = conn
+
+    def execute(self, sql, args=()):
+        return self.conn.execute(sql.replace("?", "%s"), args)
+
+    def executemany(self, sql, rows):
+        with self.conn.cursor() as cur:
+            cur.executemany(sql.replace("?", "%s"), rows)
+
+
+class _PostgreSQL:
+    dialect = "postgresql"
+
+    def __init__(self, url: str):
+        import psycopg  # only a cohort's servers need it
+        from psycopg_pool import ConnectionPool
+
+        self.url, self.where = url, f"PostgreSQL at {without_password(url)}"
+        try:  # one direct connection first: its error says what is wrong (a pool only says it timed out)
+            psycopg.connect(url, connect_timeout=5).close()
+        except (psycopg.Error, ValueError) as e:
+            reason = " ".join(str(e).split())[:200] or type(e).__name__
+            raise SpecVizError(f"Cannot open the progress database {without_password(url)} (SPECVIZ_DB): {reason}")\
+                from None
+        # min 1, max 8 connections per server: a call holds one only while its statements run; check=: a connection
+        # broken by a database restart is replaced, not handed to a page
+        self.pool = ConnectionPool(url, min_size=1, max_size=8, timeout=30, open=True, kwargs=dict(connect_timeout=5),
+                                   check=ConnectionPool.check_connection)
+
+    @contextlib.contextmanager
+    def connect(self):
+        with self.pool.connection() as conn:  # committed on success, rolled back on an exception
+            yield _Cursor(conn)
+
+    @contextlib.contextmanager
+    def migrating(self):
+        """One transaction under an advisory lock: servers starting together apply each migration once (PostgreSQL's
+        DDL is transactional, so a failed migration leaves nothing half made)."""
+        with self.connect() as db:
+            db.execute("SELECT pg_advisory_xact_lock(4917001)")
+            yield db
+
+    def close(self):
+        self.pool.close()
+
+
+class Progress:
+    def __init__(self, target: str | os.PathLike | None = None):
+        """target: a SQLite file path or a postgresql:// URL; None: SPECVIZ_DB or the user's cache folder."""
+        target = default_target() if target is None else target
+        if isinstance(target, str) and target.startswith(URL_SCHEMES):
+            self.backend = _PostgreSQL(target)
+        else:
+            self.backend = _SQLite(target)
+        self.path = getattr(self.backend, "path", None)
+        self.where = self.backend.where  # in words, for the sidebar
+        self._migrate()
+
+    def _migrate(self) -> None:
+        with self.backend.migrating() as db:
+            db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+            row = db.execute("SELECT MAX(version) FROM schema_version").fetchone()
+            have = row[0] or 0
+            for version, script in MIGRATIONS:
+                if version > have:
+                    for statement in script.format(**DIALECT[self.backend.dialect]).split(";"):
+                        if statement.strip():
+                            db.execute(statement)
+                    db.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
+
+    def version(self) -> int:
+        with self._db() as db:
+            return db.execute("SELECT MAX(version) FROM schema_version").fetchone()[0]
+
+    def close(self) -> None:
+        self.backend.close()
+
+    def _db(self):
+        return self.backend.connect()
+
     def journal_mode(self) -> str:
+        if self.backend.dialect != "sqlite":
+            return self.backend.dialect
         with self._db() as db:
             return db.execute("PRAGMA journal_mode").fetchone()[0]
 
@@ -90,29 +223,34 @@ class Progress:
         """The learner's id, created on first use."""
         name = clean_name(name)
         with self._db() as db:
-            db.execute("INSERT OR IGNORE INTO learners (name, created) VALUES (?, ?)", (name, time.time()))
+            db.execute("INSERT INTO learners (name, created) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
+                       (name, time.time()))
             return db.execute("SELECT id FROM learners WHERE name = ?", (name,)).fetchone()[0]
 
     # ------------------------------------------------------------------ quiz cards (Leitner boxes)
     def record_card(self, learner: int, card: str, score: float, now: float | None = None) -> int:
-        """Record one answer (score in [0, 1]); returns the card's new box."""
+        """Record one answer (score in [0, 1]); returns the card's new box. One upsert reads and writes the box, so
+        two answers for the same card at once (two servers, two tabs) both count."""
         now = time.time() if now is None else now
         score = min(max(float(score), 0.0), 1.0)
+        ok = int(score >= RIGHT)
+        top = max(INTERVAL_DAYS)
+        box = f"CASE WHEN cards.box >= {top} THEN {top} ELSE cards.box + 1 END" if ok else "1"
+        days = f"CASE {box} " + " ".join(f"WHEN {b} THEN {d!r}" for b, d in INTERVAL_DAYS.items()) + " END"
         with self._db() as db:
-            row = db.execute("SELECT box, seen, right FROM cards WHERE learner = ? AND card = ?",
-                             (learner, card)).fetchone()
-            box, seen, right = row if row else (1, 0, 0)
-            ok = score >= RIGHT
-            box = min(box + 1, max(INTERVAL_DAYS)) if ok else 1
-            db.execute("INSERT OR REPLACE INTO cards VALUES (?, ?, ?, ?, ?, ?)",
-                       (learner, card, box, now + INTERVAL_DAYS[box] * 86400, seen + 1, right + ok))
+            new_box = db.execute(
+                f'INSERT INTO cards (learner, card, box, due, seen, "right") VALUES (?, ?, ?, ?, 1, ?) '
+                f'ON CONFLICT (learner, card) DO UPDATE SET box = {box}, due = ? + 86400 * ({days}), '
+                f'seen = cards.seen + 1, "right" = cards."right" + ? RETURNING box',
+                (learner, card, 2 if ok else 1, now + INTERVAL_DAYS[2 if ok else 1] * 86400, ok, now, ok)).fetchone()[0]
             db.execute("INSERT INTO answers (learner, card, score, at) VALUES (?, ?, ?, ?)",
                        (learner, card, score, now))
-        return box
+        return new_box
 
     def cards(self, learner: int) -> dict[str, dict]:
         with self._db() as db:
-            rows = db.execute("SELECT card, box, due, seen, right FROM cards WHERE learner = ?", (learner,)).fetchall()
+            rows = db.execute('SELECT card, box, due, seen, "right" FROM cards WHERE learner = ?',
+                              (learner,)).fetchall()
         return {c: dict(box=b, due=d, seen=s, right=r) for c, b, d, s, r in rows}
 
     def due_order(self, learner: int, card_ids, now: float | None = None) -> list[str]:
@@ -151,12 +289,12 @@ class Progress:
 
     def record_prediction(self, learner: int, page: str, right: int, total: int) -> None:
         with self._db() as db:
-            db.execute("INSERT INTO predictions (learner, page, right, total, at) VALUES (?, ?, ?, ?, ?)",
+            db.execute('INSERT INTO predictions (learner, page, "right", total, at) VALUES (?, ?, ?, ?, ?)',
                        (learner, page, int(right), int(total), time.time()))
 
     def prediction_score(self, learner: int) -> tuple[int, int]:
         with self._db() as db:
-            right, total = db.execute("SELECT SUM(right), SUM(total) FROM predictions WHERE learner = ?",
+            right, total = db.execute('SELECT SUM("right"), SUM(total) FROM predictions WHERE learner = ?',
                                       (learner,)).fetchone()
         return right or 0, total or 0
 
