@@ -134,11 +134,11 @@ def timed_click(page, label: str) -> float:
 
 
 @contextlib.contextmanager
-def streamlit_server(log_name="server.log"):
-    """A real Streamlit server on a free loopback port (ui/serve.py); yields its URL."""
+def streamlit_server(log_name="server.log", env=None):
+    """A real Streamlit server on a free loopback port (ui/serve.py); yields its URL. env: for this server only."""
     from ui.serve import running_server
     try:
-        with running_server(ROOT / "test-artifacts" / log_name) as url:
+        with running_server(ROOT / "test-artifacts" / log_name, env=env) as url:
             yield url
     except RuntimeError as e:
         pytest.fail(str(e))

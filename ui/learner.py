@@ -42,6 +42,8 @@ def name_box(container) -> None:
                          help="Progress (quiz boxes, drills, predictions, mock interviews) is kept in this "
                               "server's database (a SQLite file, or a class's PostgreSQL) under this name. No "
                               "password: anyone using this server can type the same name.")
+    if isinstance(_store(), SpecVizError):  # once per page, under the box it concerns
+        container.warning(md_escape(str(_store())) + " Practice works; nothing is kept.")
 
 
 def current() -> int | None:
@@ -49,8 +51,7 @@ def current() -> int | None:
     name = st.session_state.get("s_learner", "")
     if not name:
         return None
-    if isinstance(_store(), SpecVizError):
-        st.sidebar.warning(md_escape(str(_store())) + " Practice works; nothing is kept.")
+    if isinstance(_store(), SpecVizError):  # said under the name box
         return None
     try:
         return progress().learner(name)

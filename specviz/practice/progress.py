@@ -153,7 +153,11 @@ class _PostgreSQL:
         try:  # one direct connection first: its error says what is wrong (a pool only says it timed out)
             psycopg.connect(url, connect_timeout=5).close()
         except (psycopg.Error, ValueError) as e:
-            reason = " ".join(str(e).split())[:200] or type(e).__name__
+            # psycopg says 'connection failed: connection to server at "h", port p failed: FATAL:  database "x" does
+            # not exist' and a hint on more lines: the part after the last "failed:" is what is wrong
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            reason = " ".join(first.rsplit("failed:", 1)[-1].replace("FATAL:", "").split())[:200].rstrip(".")
+            reason = (reason[:1].upper() + reason[1:] + ".") if reason else type(e).__name__
             raise SpecVizError(f"Cannot open the progress database {without_password(url)} (SPECVIZ_DB): {reason}")\
                 from None
         # min 1, max 8 connections per server: a call holds one only while its statements run; check=: a connection
