@@ -1,11 +1,16 @@
-"""python -m specviz decode ... : run one decoding method from the command line."""
+"""python -m specviz decode ... : run one decoding method from the command line; `specviz app` serves the app."""
 from __future__ import annotations
 
 import argparse
+import errno
+import importlib.util
 import json
 import os
+import socket
+import subprocess
 import sys
 
+from specviz import ROOT, missing_file
 from specviz.errors import SpecVizError
 from specviz.medusa_choices import parse_choices
 from specviz.prompting import check_text
@@ -171,6 +176,11 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--eval", action="store_true", help="measure the grader on the hand-labelled held-out part")
     g.add_argument("--train", action="store_true", help="refit the head on the labelled set's tuning part")
     g.add_argument("--cv", action="store_true", help="4-fold cross-validation by card over the tuning part")
+    s = sub.add_parser("app", help="serve the app (Streamlit) on the embedded model, from any folder")
+    s.error = _one_line
+    s.add_argument("--port", type=int, default=8501, help="the port to listen on (default 8501)")
+    s.add_argument("--host", default="127.0.0.1",
+                   help="the address to bind (default 127.0.0.1: this machine only; learners' names have no password)")
     _where_args(sub.add_parser("where", help="where the speedup goes: one run's metrics in serving systems' units, "
                                             "its cycle timeline, dynamic-K policies, acceptance rules, fp32 vs bf16",
                                description=WHERE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter))
@@ -180,6 +190,47 @@ def _parser() -> argparse.ArgumentParser:
 def _one_line(message: str):
     print(f"error: {message}", file=sys.stderr)
     raise SystemExit(2)
+
+
+def _check_listen(host: str, port: int) -> None:
+    """Can the server listen on host:port? One sentence when not, before Streamlit starts (it would print more)."""
+    if not 1 <= port <= 65535:
+        raise SpecVizError(f"--port must be 1..65535; got {port}.")
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError):
+        raise SpecVizError(f"--host {host[:80]!r} is not an address or a name this machine can resolve.") from None
+    family, _, _, _, address = infos[0]
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds: a closed port is free
+        try:
+            sock.bind(address)
+        except OSError as e:
+            if e.errno == errno.EADDRINUSE:
+                raise SpecVizError(f"Port {port} on {host} is already in use: pick another with --port.") from None
+            if e.errno == errno.EACCES:
+                raise SpecVizError(f"Port {port} needs administrator rights here: pick one above 1023.") from None
+            raise SpecVizError(f"Cannot listen on {host}:{port}: {e.strerror}.") from None
+
+
+def app(a) -> int:
+    """specviz app: `streamlit run` on the installed app.py (specviz.ROOT), headless, from whatever folder. Streamlit
+    reads ROOT/.streamlit/config.toml beside app.py, and puts ROOT on sys.path, so `import ui` is the shipped ui/."""
+    script = ROOT / "app.py"
+    if not script.is_file():
+        raise SpecVizError(missing_file(script))
+    if importlib.util.find_spec("streamlit") is None:
+        raise SpecVizError("Streamlit is not installed: pip install specviz with its dependencies (pip install .).")
+    _check_listen(a.host, a.port)
+    # -P: the working folder is not put on sys.path, so a specviz/ or ui/ folder there never shadows the shipped ones
+    cmd = [sys.executable, "-P", "-m", "streamlit", "run", str(script), "--server.port", str(a.port),
+           "--server.address", a.host, "--server.headless", "true", "--browser.gatherUsageStats", "false",
+           "--server.fileWatcherType", "none"]  # installed files do not change: no watcher threads
+    sys.stdout.flush()  # exec replaces the process: nothing buffered may be lost
+    sys.stderr.flush()
+    if os.name == "posix":  # become the server: one process, so a signal to `specviz app` reaches Streamlit
+        os.execv(sys.executable, cmd)
+    return subprocess.call(cmd)
 
 
 def _check_export(a) -> None:
@@ -327,8 +378,8 @@ def grade_cmd(a) -> int:
         raise SpecVizError("grade needs --answer TEXT (or --answer - to read standard input).")
     text = sys.stdin.read(G.MAX_ANSWER + 1) if a.answer == "-" else a.answer
     G.check_answer(text)  # bad input answers in one line before the model loads
-    if not G.available():
-        raise SpecVizError(G.MISSING)
+    if not G.available():  # the encoder's package, or the shipped head (models/grader/head.json), is not there
+        raise SpecVizError(G.MISSING if G.encoder_dir() is None else missing_file(G.HEAD_FILE))
     import time
     t0 = time.perf_counter()
     enc = G.default_encoder()
@@ -467,6 +518,8 @@ def main(argv=None) -> int:
             return where(a)
         if a.command == "grade":
             return grade_cmd(a)
+        if a.command == "app":
+            return app(a)
         out = decode(a)
     except SpecVizError as e:
         print(f"error: {e}", file=sys.stderr)

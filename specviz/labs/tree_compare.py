@@ -21,6 +21,7 @@ import re
 import statistics
 
 
+from specviz import ROOT
 from specviz.labs.measure import timed_rounds
 from specviz.labs.timing import time_forwards
 from specviz.engine.plain import plain_steps
@@ -28,7 +29,7 @@ from specviz.engine.step import run_steps
 from specviz.engine.tree import tree_speculative_steps
 
 V_SIZES = (1, 2, 4, 8, 16, 32, 64)
-DOCS = pathlib.Path(__file__).resolve().parents[2] / "docs"
+DOCS = ROOT / "docs"
 
 
 def verify_cost_curve(model, ctx: list[int], sizes=V_SIZES, repeats: int = 5) -> dict[int, dict]:

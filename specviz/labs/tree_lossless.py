@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import torch
 from scipy.stats import chisquare
 
+from specviz import ROOT
 from specviz.drafters import make_drafter
 from specviz.sampling import SamplingConfig, distribution, warpers
 from specviz.engine.speculative import Run
@@ -34,7 +35,7 @@ from specviz.models import load_models
 from specviz.prompting import prompt_ids
 from specviz.training.data import held_out_prompts
 
-TYPICAL_TV = pathlib.Path(__file__).resolve().parents[2] / "models" / "medusa" / "typical_tv.json"
+TYPICAL_TV = ROOT / "models" / "medusa" / "typical_tv.json"
 
 
 @dataclass(frozen=True)

