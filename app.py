@@ -3,6 +3,7 @@ and where to see each). The pages are declared (ui/registry.py) with st.navigati
 sidebar names every page, this one "Home" rather than the file name "app"."""
 import streamlit as st
 
+from ui.space import ensure_embedded
 from ui.sidebar import encode, get_models, sidebar
 from ui.registry import PAGES, navigation, page_link
 
@@ -128,4 +129,5 @@ def live_comparison(settings):
                 st.caption("same words as greedy ✓" if r.same_as_greedy else "different words from greedy")
 
 
+ensure_embedded()  # a Hugging Face Space's first start installs the weights-only packages (ui/space.py); else nothing
 navigation(home)

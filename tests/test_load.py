@@ -132,3 +132,21 @@ def test_eight_concurrent_sessions_without_browsers(server, embedded):
     for i, (errors, tokens) in enumerate(results):
         assert errors == [], f"session {i}: {errors}"
         assert tokens == single_user(embedded, PROMPTS[i], 200 + i), f"session {i} differs from its single-user run"
+
+
+def test_sessions_dealt_over_two_servers_on_one_postgresql(embedded, postgres_cluster):
+    """Issue 49: ui/class_load.py across two servers sharing one PostgreSQL (session i on server i mod 2, as a sticky
+    balancer would keep it): every session steps on its own server without an error, with its single-user tokens."""
+    import contextlib
+
+    from conftest import streamlit_server
+    from postgres import fresh_database
+
+    env = {"SPECVIZ_DB": fresh_database(postgres_cluster, "class_load")}
+    with contextlib.ExitStack() as stack:
+        urls = [stack.enter_context(streamlit_server(f"class-load-{n}.log", env=env)) for n in range(2)]
+        report, results = asyncio.run(classroom(urls, 4, 3, seed0=300))
+    assert report["servers"] == 2 and report["steps"] == 4 * 3
+    for i, (errors, tokens) in enumerate(results):
+        assert errors == [], f"session {i}: {errors}"
+        assert tokens == single_user(embedded, PROMPTS[i], 300 + i)[:len(tokens)] and tokens

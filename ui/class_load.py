@@ -7,6 +7,11 @@ be held to; tests/test_load.py measures the same load with 8 headless Chromiums 
 
     python -m ui.class_load                      # starts a server, 8 sessions x 20 Steps, prints the JSON
     python -m ui.class_load --url http://127.0.0.1:8501 --sessions 8 --cycles 20
+    python -m ui.class_load --servers 2 --sessions 60   # a cohort over 2 servers (sessions dealt in turn)
+    python -m ui.class_load --url http://a:8501,http://b:8501 --sessions 60
+
+With several servers, session i goes to server i mod N (a sticky balancer's effect: one session, one server), and
+the servers started here share SPECVIZ_DB from the environment (a cohort's postgresql:// URL).
 
 Each session gets its own prompt and seed (nothing is shared between them: the worst case for the
 per-server trace cache), speculative sampling with the n-gram drafter at K = 4, as tests/test_load.py.
@@ -119,17 +124,19 @@ async def one_session(url: str, i: int, cycles: int, latencies: list, seed0: int
     return s.errors, tokens
 
 
-async def classroom(url: str, sessions: int, cycles: int, seed0: int = 100, step: str = STEP, read_ms: float = 0,
-                    query: str | None = None) -> tuple[dict, list]:
+async def classroom(url: str | list[str], sessions: int, cycles: int, seed0: int = 100, step: str = STEP,
+                    read_ms: float = 0, query: str | None = None) -> tuple[dict, list]:
     """N sessions stepping at once. On a server that already ran the same settings, the traces are cached and
     only replayed: pass another seed0 to measure the computing case. step: the button each click presses;
-    read_ms: a pause after each Step; query: the same settings for every session instead of their own."""
+    read_ms: a pause after each Step; query: the same settings for every session instead of their own.
+    url: one server, or a list (session i on server i mod N)."""
+    urls = [url] if isinstance(url, str) else list(url)
     latencies: list[float] = []
     t0 = time.perf_counter()
-    results = await asyncio.gather(*[one_session(url, i, cycles, latencies, seed0, step, read_ms, query)
-                                     for i in range(sessions)])
+    results = await asyncio.gather(*[one_session(urls[i % len(urls)], i, cycles, latencies, seed0, step, read_ms,
+                                                 query) for i in range(sessions)])
     ordered = sorted(latencies)
-    report = {"sessions": sessions, "cycles_each": cycles, "steps": len(ordered),
+    report = {"servers": len(urls), "sessions": sessions, "cycles_each": cycles, "steps": len(ordered),
               "median_ms": round(statistics.median(ordered), 1), "p90_ms": round(ordered[int(0.9 * len(ordered))], 1),
               "max_ms": round(ordered[-1], 1), "wall_s": round(time.perf_counter() - t0, 1)}
     return report, results
@@ -137,7 +144,8 @@ async def classroom(url: str, sessions: int, cycles: int, seed0: int = 100, step
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--url", help="a running SpecViz server (default: start one on a free port)")
+    ap.add_argument("--url", help="running SpecViz servers, comma-separated (default: start --servers on free ports)")
+    ap.add_argument("--servers", type=int, default=1, help="servers to start when no --url is given (default 1)")
     ap.add_argument("--sessions", type=int, default=8)
     ap.add_argument("--cycles", type=int, default=20, help="clicks per session")
     ap.add_argument("--step", action="store_true",
@@ -150,11 +158,16 @@ def main(argv=None) -> int:
     run = lambda url: classroom(url, a.sessions, a.cycles, a.seed0, "Step ▶" if a.step else STEP, a.read_ms,
                                 "" if a.defaults else None)
     if a.url:
-        report, results = asyncio.run(run(a.url))
+        report, results = asyncio.run(run(a.url.split(",")))
     else:
+        import contextlib
+        import pathlib
+
         from .serve import running_server
-        with running_server() as url:
-            report, results = asyncio.run(run(url))
+        with contextlib.ExitStack() as servers:
+            urls = [servers.enter_context(running_server(pathlib.Path("/tmp") / f"specviz-class-load-{n}.log"))
+                    for n in range(max(1, a.servers))]
+            report, results = asyncio.run(run(urls))
     report["errors"] = sum(len(e) for e, _ in results)
     print(json.dumps(report, indent=1))
     return 1 if report["errors"] else 0
