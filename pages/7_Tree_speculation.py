@@ -11,17 +11,19 @@ from ui.sidebar import encode, get_models, sidebar
 from ui.state import keep, linked, ON_OFF, slider
 from ui.learner import count_prediction
 from ui.lesson import export_lesson
+from ui.measured import on_button
 
 from specviz.drafters import make_drafter
 from specviz.errors import SpecVizError
 from specviz.figures import md_escape
 from specviz.figures import tree as T
 from specviz.lesson import tree_views
-from specviz.figures.tree import (break_even_figure, chain_vs_tree_figure, fit_figure, mask_figure, tree_figure,
-                                  verify_cost_figure)
+from specviz.figures.tree import (break_even_figure, chain_vs_tree_figure, fit_figure, mask_figure, sized_tree_figure,
+                                  tree_figure, verify_cost_figure)
 from specviz.sampling import SamplingConfig
 from specviz.engine.step import token_text
 from specviz.engine.tree import tree_speculative_steps
+from specviz.labs.tree_sizing import size_and_measure
 from specviz.labs.tree_compare import (break_even, chain_vs_tree, comparison, finding, tree_benchmark, tree_faster,
                                   verify_cost_curve)
 from specviz.medusa_choices import MAX_CHARS, parse_choices
@@ -293,6 +295,32 @@ if c_key in lab and v_key in lab:
         "weights, not by arithmetic: 64 positions cost about what 1 does, v is flat (the dashed lines), every "
         "extra accepted token is profit, and a tree of 32–64 nodes is the better deal: that is why Medusa, EAGLE "
         "and SpecInfer verify trees on GPUs.")
+
+# ---------------------------------------------------------------- a tree sized for this machine (issue 48)
+st.divider()
+st.subheader("A tree sized for this machine")
+st.caption("Sequoia's question asked of EAGLE-2: which budget N and depth D give the most tokens per second HERE? "
+           "Greedy cycles of one large tree (64 nodes, 8 deep) on three benchmark prompts say what every smaller "
+           "tree would have accepted (EAGLE-2 keeps its best nodes by value, so a smaller tree keeps a prefix of the "
+           "same ranking); the verify cost v(n) and the draft's pass are timed here. Expected tokens per second = "
+           "tokens per cycle ÷ (D draft passes + v(N + 1)). Then the chosen tree, the default one and plain greedy "
+           "decode the same prompts, timed: the measured points sit below the curve by the loop's own cost. "
+           "Same as `python -m specviz decode --method speculative --tree eagle2 --tree-budget auto`.")
+sized = on_button("tr_sized", (settings.target, settings.device), "the embedded target on this server",
+                  "Size the tree for this machine", lambda: size_and_measure(models), again="Measure again",
+                  status="Recording a 64-node tree, timing v(n), then decoding with the chosen tree…",
+                  todo="record, time and choose (about two minutes on a 2-core CPU)")
+if sized:
+    choice_made, rows = sized.value["choice"], sized.value["measured"]
+    chart(sized_tree_figure(choice_made.curve, choice_made.budget, rows), key="tr_sized_fig")
+    st.dataframe([{"run": r["run"], "tokens per verify pass": round(r["tokens_per_pass"], 2),
+                   "tokens/s measured": round(r["tokens_per_s"], 1), "× plain greedy": round(r["speedup"], 2)}
+                  for r in rows], hide_index=True)
+    st.markdown(f"**Chosen here: N = {choice_made.budget}, depth {choice_made.depth}**, expected "
+                f"{choice_made.tokens:.2f} tokens per cycle in {choice_made.ms:.0f} ms (a draft pass "
+                f"{sized.value['draft_pass_ms']:.1f} ms, from {sized.value['cycles']} recorded cycles). On a GPU, "
+                "where v(n) is flat up to tens of positions, the same rule picks a far larger tree.")
+
 
 # ---------------------------------------------------------------- the tree chi-square on the real model
 st.divider()

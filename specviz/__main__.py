@@ -111,7 +111,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="verify a token tree in one target pass: 'chain' = the drafter's chain of --tree-depth tokens "
                         "(+ --tree-width - 1 runner-ups per depth), 'eagle2' = EAGLE-2 dynamic tree from the feature "
                         "draft, 'medusa' = the shipped Medusa heads' static tree; 'none' = the chain loop with --k")
-    d.add_argument("--tree-budget", type=int, default=16, help="nodes per tree (EAGLE-2)")
+    d.add_argument("--tree-budget", type=budget_or_auto, default=16,
+                   help="nodes per tree (EAGLE-2); 'auto': size the EAGLE-2 tree for this machine (budget AND depth "
+                        "from greedy acceptance by rank and the verify cost v(n) measured here, ~1 min)")
     d.add_argument("--tree-depth", type=int, default=6, help="deepest drafted position of a tree")
     d.add_argument("--tree-width", type=int, default=1,
                    help="a chain tree's tokens per depth (the chain's + runner-ups)")
@@ -429,7 +431,10 @@ def _check(a) -> None:
         raise SpecVizError(f"--num-beams must be between 1 and 64; got {a.num_beams}.")
     if a.method == "speculative" and not 1 <= a.k <= 64:
         raise SpecVizError(f"--k must be between 1 and 64; got {a.k}.")
-    if a.method == "speculative" and a.tree != "none" and not (1 <= a.tree_budget <= 256 and 1 <= a.tree_depth <= 32
+    if a.tree_budget == "auto" and not (a.method == "speculative" and a.tree == "eagle2"):
+        raise SpecVizError("--tree-budget auto sizes the EAGLE-2 tree: use it with --method speculative --tree eagle2.")
+    budget = 16 if a.tree_budget == "auto" else a.tree_budget
+    if a.method == "speculative" and a.tree != "none" and not (1 <= budget <= 256 and 1 <= a.tree_depth <= 32
                                                                 and 1 <= a.tree_width <= 16):
         raise SpecVizError("--tree-budget must be 1..256, --tree-depth 1..32 and --tree-width 1..16; "
                            f"got {a.tree_budget}, {a.tree_depth}, {a.tree_width}.")
@@ -442,6 +447,15 @@ def _check(a) -> None:
         parse_typical(a.typical)
     if not 1 <= a.num_samples <= 10_000:
         raise SpecVizError(f"--num-samples must be between 1 and 10000; got {a.num_samples}.")
+
+
+def budget_or_auto(text: str):
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a whole number or 'auto', not {text!r}") from None
 
 
 def decode(a) -> dict:
@@ -468,6 +482,15 @@ def decode(a) -> dict:
     else:
         model, tok = load_target(a.target, a.device)
     ids = encode_prompt(tok, a.prompt, a.chat, context_size(model), a.max_new_tokens)
+    sizing = None
+    if a.tree_budget == "auto":
+        from specviz.labs.tree_sizing import size
+
+        make_drafter("eagle2", models)  # the embedded target's feature draft, or its one sentence, before a minute
+        if not a.json:
+            print("sizing the EAGLE-2 tree for this machine (about a minute)...", file=sys.stderr, flush=True)
+        sizing = size(models)
+        a.tree_budget, a.tree_depth = sizing["choice"].budget, sizing["choice"].depth
 
     def one(seed: int):
         c = SamplingConfig(cfg.temperature, cfg.top_k, cfg.top_p, seed)
@@ -496,6 +519,12 @@ def decode(a) -> dict:
     out["tokens_per_target_pass"] = len(results[0].token_ids) / passes if passes else 0.0
     if a.method == "speculative" and a.tree != "none":
         out.update(tree=a.tree, tree_budget=a.tree_budget, tree_depth=a.tree_depth, tree_width=a.tree_width)
+        if sizing is not None:
+            c = sizing["choice"]
+            out["tree_sizing"] = {"budget": c.budget, "depth": c.depth, "expected_tokens_per_cycle": c.tokens,
+                                  "expected_ms_per_cycle": c.ms, "expected_tokens_per_s": c.tokens_per_s,
+                                  "draft_pass_ms": sizing["draft_pass_ms"], "recorded_cycles": sizing["cycles"],
+                                  "verify_ms": {n: v["median"] for n, v in sizing["verify_ms"].items()}}
         if a.tree == "medusa":
             out.update(medusa_choices=[list(p) for p in (parse_choices(a.medusa_choices, models.medusa.num_heads)
                                                          if a.medusa_choices is not None else models.medusa.choices)],

@@ -278,3 +278,33 @@ def fit_figure(names: list[str], observed: list[int], expected: list[float], tit
                              marker=dict(symbol="line-ew-open", size=22, color="black", line=dict(width=3))))
     fig.update_layout(title=title, height=320, margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h"))
     return fig
+
+
+def sized_tree_figure(curve, chosen_budget: int, measured: list[dict]) -> go.Figure:
+    """The hardware-sized tree (labs/tree_sizing): expected tokens per second against the budget (each budget at its
+    best depth), the chosen point, and beside it what the decoding runs measured (tokens per second over the whole
+    run, Python and all: below the expectation, which counts only the draft and verify passes)."""
+    budgets = [row[0] for row in curve]
+    fig = go.Figure(go.Scatter(
+        x=budgets, y=[row[4] for row in curve], mode="lines+markers", name="expected (draft + verify passes)",
+        customdata=[[row[1], row[2], row[3]] for row in curve],
+        hovertemplate="N = %{x}, depth %{customdata[0]}: %{customdata[1]:.2f} tokens per cycle in "
+                      "%{customdata[2]:.0f} ms → %{y:.1f} tokens/s<extra></extra>"))
+    best = next(row for row in curve if row[0] == chosen_budget)
+    fig.add_trace(go.Scatter(x=[best[0]], y=[best[4]], mode="markers+text", name=f"chosen: N = {best[0]}, "
+                             f"depth {best[1]}", marker=dict(symbol="star", size=16, color=ACCEPTED),
+                             text=[f"N = {best[0]}, D = {best[1]}"], textposition="top center"))
+    for row in measured:
+        if row["budget"] is None:  # plain greedy: a level, not a point
+            fig.add_hline(y=row["tokens_per_s"], line_dash="dot", line_color="#546e7a",
+                          annotation_text=f"plain greedy, measured: {row['tokens_per_s']:.1f} tokens/s",
+                          annotation_position="bottom right")
+        else:
+            fig.add_trace(go.Scatter(x=[row["budget"]], y=[row["tokens_per_s"]], mode="markers",
+                                     name=f"{row['run']}, measured", marker=dict(symbol="diamond", size=12),
+                                     hovertemplate="%{y:.1f} tokens/s measured<extra></extra>"))
+    fig.update_layout(title="A tree sized for this machine: expected tokens per second against the budget",
+                      xaxis=dict(title="tree budget N (nodes; each at its best depth)"),
+                      yaxis=dict(title="tokens per second", rangemode="tozero"), height=360,
+                      margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.25))
+    return fig
