@@ -170,3 +170,23 @@ def store_target(request, tmp_path):
     from postgres import fresh_database
 
     return fresh_database(request.getfixturevalue("postgres_cluster"), f"t_{abs(hash(request.node.nodeid)):x}")
+
+
+# ---------------------------------------------------------------- markers set by what a test uses, not by hand
+MODEL_FIXTURES = {"models", "embedded", "greedy", "tiny_llama"}
+BROWSER_FIXTURES = {"server", "browser"}
+SLOW_FILES = {"test_bench.py", "test_block_bench.py", "test_memory.py", "test_load.py", "test_wheel.py",
+              "test_block_chisq.py", "test_lossless.py"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """model: a test that loads the embedded model; browser: one with a real server or Chromium; slow: the files
+    that time, load or sample at length. `pytest -m "not slow and not browser"` is the everyday loop."""
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        if used & MODEL_FIXTURES:
+            item.add_marker(pytest.mark.model)
+        if used & BROWSER_FIXTURES:
+            item.add_marker(pytest.mark.browser)
+        if item.path.name in SLOW_FILES:
+            item.add_marker(pytest.mark.slow)
