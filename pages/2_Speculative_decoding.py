@@ -28,7 +28,7 @@ models = get_models(settings)
 bounded("sp_seed", 0, 2**31 - 1, 0, "seed", "Seed")
 # ?drafter=ngram&mode=sampling&dynamic=1 on a first visit
 linked("sp_drafter", "drafter", {**LABELS, **{old: LABELS[new] for old, new in ALIASES.items()}})
-linked("sp_mode", "mode", {"greedy": "greedy match", "sampling": "rejection sampling"})
+linked("sp_mode", "mode", {"greedy": "greedy match", "sampling": "rejection sampling", "block": "block verification"})
 linked("sp_dynamic", "dynamic", ON_OFF)
 c1, c2, c3, c4 = st.columns(4)
 k = slider(c1, "K (draft tokens per cycle)", "sp_k", 1, 16, 4, "k")
@@ -36,20 +36,28 @@ drafters = drafter_choices(models)
 if st.session_state.get("sp_drafter") not in drafters:  # e.g. a link asked for a draft these models lack
     st.session_state["sp_drafter"] = next(iter(drafters))
 drafter_name = c2.selectbox("Drafter", list(drafters), key="sp_drafter")
-mode = c3.radio("Verification", ["greedy match", "rejection sampling"], key="sp_mode", horizontal=True)
+mode = c3.radio("Verification", ["greedy match", "rejection sampling", "block verification"], key="sp_mode",
+                horizontal=True, help="Rejection sampling judges the drafts one by one and stops at the first "
+                                      "rejection; block verification (Sun et al., ICLR 2025) judges them together "
+                                      "and keeps at least as many on average. Both give exactly the target's "
+                                      "distribution.")
 max_new = slider(c4, "Max new tokens", "sp_max", 8, 128, 48, "max_new_tokens")
 c5, c6, c7, c8 = st.columns(4)
-sampling = mode == "rejection sampling"
+sampling = mode != "greedy match"
+acceptance = "block" if mode == "block verification" else "token"  # the sampling rule (greedy is greedy either way)
 temperature = slider(c5, "Temperature", "sp_temp", 0.05, 2.0, 1.0, "temperature", step=0.05, disabled=not sampling,
-                     help="Greedy match uses temperature 0; rejection sampling needs a temperature above 0.")
+                     help="Greedy match uses temperature 0; rejection sampling and block verification need a "
+                          "temperature above 0.")
 top_p = slider(c6, "Top-p", "sp_top_p", 0.05, 1.0, 1.0, "top_p", step=0.05, disabled=not sampling)
 seed = c7.number_input("Seed", 0, 2**31 - 1, key="sp_seed", disabled=not sampling)
 dynamic = c8.toggle("Dynamic K", key="sp_dynamic",
                     help="K grows by 2 after a cycle with every draft accepted and shrinks by 1 after a rejection.")
 keep("sp_predict")
-predict = st.toggle("Predict first", key="sp_predict",
+predict = st.toggle("Predict first", key="sp_predict", disabled=acceptance == "block",
                     help="Before each cycle's verdicts are drawn, predict from the verify pass on screen which drafts "
-                         "the target accepts; the next Step (→) reveals and marks each prediction.")
+                         "the target accepts; the next Step (→) reveals and marks each prediction. Not under block "
+                         "verification: its verdicts hang on weights the verify chart does not show."
+                    ) and acceptance != "block"
 ee_layers = 4
 if drafter_name.startswith("early exit"):
     ee_layers = slider(st.columns(4)[0], "Early-exit layers L", "sp_ee",
@@ -58,16 +66,19 @@ if drafter_name.startswith("early exit"):
 ids = encode(models, settings, max_new)
 cfg = SamplingConfig(temperature if sampling else 0.0, 0, top_p if sampling else 1.0, int(seed) if sampling else 0)
 kind = drafters[drafter_name]
-params = (tuple(ids), k, kind, ee_layers, cfg, dynamic, max_new, settings.target, settings.draft)
+params = (tuple(ids), k, kind, ee_layers, cfg, dynamic, max_new, settings.target, settings.draft) + (
+    ("block",) if acceptance == "block" else ())  # token-wise keeps the key its recorded runs have
 
 
 def factory():
     drafter = make_drafter(kind, models, early_exit_layers=ee_layers)
-    return speculative_steps(models.target, drafter, models.tokenizer, ids, max_new, k, cfg, dynamic, k_max=16)
+    return speculative_steps(models.target, drafter, models.tokenizer, ids, max_new, k, cfg, dynamic, k_max=16,
+                             acceptance=acceptance)
 
 
 link("spec", "Speculative_decoding", dict(
-    k=k, drafter=kind, mode="sampling" if sampling else "greedy", max_new_tokens=max_new, dynamic=dynamic,
+    k=k, drafter=kind, mode=("block" if acceptance == "block" else "sampling") if sampling else "greedy",
+    max_new_tokens=max_new, dynamic=dynamic,
     **(dict(temperature=temperature, top_p=top_p, seed=int(seed)) if sampling else {}),
     **(dict(ee=ee_layers) if kind == "early-exit" else {})))
 replay = get_replay("spec", params, factory, phases=spec_phases)
@@ -139,6 +150,9 @@ def view():
         predictions(cycle, revealed="decide" in upto)
     if "decide" in upto:
         chart(figure(F.verdicts, cycle), key="verdict_fig")
+        if F.is_block(cycle):  # what the joint rule kept beside what the token-wise one would have
+            chart(figure(F.block_decision, cycle), key="block_fig")
+            st.caption(F.BLOCK_CAPTION)
     elif not cycle.k and "resolve" in upto:
         st.markdown(F.NOTHING_JUDGED)
     if "resolve" in upto:

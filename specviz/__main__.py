@@ -515,8 +515,7 @@ def decode(a) -> dict:
     results = [one(a.seed + i) for i in range(a.num_samples)]
     out = results[0].as_dict()
     out["prompt_tokens"] = len(ids)
-    passes = results[0].counters.target_passes
-    out["tokens_per_target_pass"] = len(results[0].token_ids) / passes if passes else 0.0
+    out["tokens_per_target_pass"] = results[0].counters.tokens_per_target_pass
     if a.method == "speculative" and a.tree != "none":
         out.update(tree=a.tree, tree_budget=a.tree_budget, tree_depth=a.tree_depth, tree_width=a.tree_width)
         if sizing is not None:

@@ -36,6 +36,7 @@ from specviz.engine.step import run_steps
 from specviz.theory import (DONT_SPECULATE, best_k_from_positions, expected_tokens, speedup_breakdown,
                             walltime_improvement)
 from specviz.engine.tree import tree_speculative_steps
+from specviz.trace import Counters
 
 
 PROMPTS = pathlib.Path(__file__).with_name("bench_prompts.json")
@@ -63,6 +64,7 @@ class Config:
     keep_crossing: bool = False  # the confidence stop keeps the token that fell under the threshold (transformers)
 
     lookahead: tuple[int, int, int] = (5, 4, 5)  # window W, n-gram size N, candidates G (method "lookahead")
+    acceptance: str = "token"  # a sampling row's rule: token-wise rejection sampling or block verification (issue 48)
 
     @property
     def greedy_speculative(self) -> bool:
@@ -112,13 +114,35 @@ def configs(models, ks, dynamic_k: bool, hf_peers: bool, sampling: bool, unpacke
     if sampling:
         out.append(Config("ours sample T=1", "plain", sampling=True))
         out.append(Config("spec sample T=1 K=4", "speculative", drafters[-1], 4, sampling=True))  # the best drafter
+        # the same drafter, seeds and K, the drafts judged jointly: block verification's gain over token-wise
+        out.append(Config("spec sample T=1 K=4 block", "speculative", drafters[-1], 4, sampling=True,
+                          acceptance="block"))
     return out
 
 
-def runner(cfg: Config, models):
-    """cfg -> function(ids, max_new) returning (token_ids, counters or None)."""
+def block_twin(cfg: Config) -> str | None:
+    """The token-wise row a block-verification row is measured against (same drafter, K and seeds)."""
+    return cfg.name.removesuffix(" block") if cfg.acceptance == "block" else None
+
+
+def runner(cfg: Config, models, seeds: int = 1):
+    """cfg -> function(ids, max_new) returning (token_ids, counters or None). A sampling row decodes each prompt once
+    per seed 0..seeds-1 (the same seeds for every sampling row, so token-wise and block verification start from the
+    same draws) and returns the runs' tokens one after the other and their counters added up."""
+    if not cfg.sampling:
+        return runner_with(cfg, models, SamplingConfig())
+    runs = [runner_with(cfg, models, SamplingConfig(temperature=1.0, seed=seed)) for seed in range(seeds)]
+
+    def every_seed(ids, n):
+        outs = [f(ids, n) for f in runs]
+        counters = outs[0][1] if outs[0][1] is None else sum((c for _, c in outs[1:]), outs[0][1])
+        return [t for tokens, _ in outs for t in tokens], counters
+    return every_seed
+
+
+def runner_with(cfg: Config, models, sampling: SamplingConfig):
+    """One configuration at one sampling setting (greedy, or T = 1 with its seed)."""
     target, tok = models.target, models.tokenizer
-    sampling = SamplingConfig(temperature=1.0, seed=0) if cfg.sampling else SamplingConfig()
     if cfg.method == "hf":
         kw = {}
         if cfg.hf == "assisted":  # a constant K and no confidence cut-off: the same work as ours
@@ -143,8 +167,9 @@ def runner(cfg: Config, models):
         return lambda ids, n: counted(speculative_steps(target, make_drafter(
             "confidence", models, threshold=cfg.threshold, keep_crossing=cfg.keep_crossing), tok, ids, n, 16, sampling))
     k = cfg.k or 4  # dynamic K starts at 4
-    return lambda ids, n: counted(speculative_steps(target, make_drafter(cfg.drafter, models), tok, ids, n, k, sampling,
-                                                    cfg.dynamic_k, k_max=16))
+    count = counted_block if cfg.acceptance == "block" and cfg.sampling else counted
+    return lambda ids, n: count(speculative_steps(target, make_drafter(cfg.drafter, models), tok, ids, n, k, sampling,
+                                                  cfg.dynamic_k, k_max=16, acceptance=cfg.acceptance))
 
 
 def select(cfgs: list[Config], only) -> list[Config]:
@@ -160,10 +185,30 @@ def counted(steps):
     return result.token_ids, result.counters
 
 
-def run(models, plain, cfgs: list[Config], prompts, max_new: int, repeats: int, log=print):
+@dataclass
+class BlockCounters(Counters):
+    """A block-verification row's counters, and over its cycles the drafts each rule keeps in expectation given that
+    cycle's drafts (Cycle.kept_block, Cycle.kept_token, summed): the same drafts judged both ways, so the difference
+    is block's gain without the noise of the draws that the realized counts carry (and of two runs that part)."""
+    kept_block: float = 0.0
+    kept_token: float = 0.0
+
+    def __add__(self, other: Counters) -> "BlockCounters":
+        both = Counters.__add__(self, other)
+        return BlockCounters(**vars(both), kept_block=self.kept_block + getattr(other, "kept_block", 0.0),
+                             kept_token=self.kept_token + getattr(other, "kept_token", 0.0))
+
+
+def counted_block(steps):
+    events, result = run_steps(steps)
+    return result.token_ids, BlockCounters(**vars(result.counters), kept_block=sum(sum(c.kept_block) for c in events),
+                                           kept_token=sum(sum(c.kept_token) for c in events))
+
+
+def run(models, plain, cfgs: list[Config], prompts, max_new: int, repeats: int, log=print, seeds: int = 1):
     """Times every configuration on every prompt in interleaved rounds (measure.timed_rounds), after a short
     warm-up of each. Returns (seconds, outputs) keyed by (config name, prompt name)."""
-    run_of = {c.name: runner(c, plain if c.unpacked else models) for c in cfgs}
+    run_of = {c.name: runner(c, plain if c.unpacked else models, seeds) for c in cfgs}
     ids = {p["name"]: prompt_ids(models.tokenizer, p["text"]) for p in prompts}
     warm = ids[prompts[0]["name"]]
     timed_rounds({name: (lambda f=f: f(warm, 8)) for name, f in run_of.items()}, 1)
@@ -241,9 +286,21 @@ def aggregate(cfgs: list[Config], seconds: dict, outputs: dict, prompts, fm: dic
                 row.get("k"), row.get("c", 0.0), row.get("v", 1.0))]
         if c.peer in rows:
             row["vs_hf_peer"] = row["tokens_per_s"] / rows[c.peer]["tokens_per_s"]
-    if "ours sample T=1" in rows and "spec sample T=1 K=4" in rows:
-        rows["spec sample T=1 K=4"]["vs_ours_sample"] = (rows["spec sample T=1 K=4"]["tokens_per_s"]
-                                                         / rows["ours sample T=1"]["tokens_per_s"])
+        twin = rows.get(block_twin(c))
+        if twin:  # the tokens differ once the rules part: compare rates, per pass and per second
+            row["block_vs_token"] = {
+                "tokens_per_pass": row["mean_acceptance_length"], "token_wise_tokens_per_pass":
+                    twin["mean_acceptance_length"],
+                "tokens_per_pass_ratio": row["mean_acceptance_length"] / twin["mean_acceptance_length"],
+                "speed_ratio": row["tokens_per_s"] / twin["tokens_per_s"]}
+            total = sum((outputs[(c.name, p)][1] for p in names[1:]), outputs[(c.name, names[0])][1])
+            if isinstance(total, BlockCounters) and total.verify_passes:  # paired: this row's own drafts
+                row["block_vs_token"] |= {
+                    "expected_tokens_per_pass": 1 + total.kept_block / total.verify_passes,
+                    "token_wise_expected_tokens_per_pass": 1 + total.kept_token / total.verify_passes}
+    for c in cfgs:  # sampled speculative rows against plain sampling on the same seeds
+        if c.sampling and c.method == "speculative" and "ours sample T=1" in rows:
+            rows[c.name]["vs_ours_sample"] = rows[c.name]["tokens_per_s"] / rows["ours sample T=1"]["tokens_per_s"]
     return rows
 
 
@@ -296,7 +353,7 @@ def cold_load_seconds(device) -> float:
 
 
 def run_bench(prompts, max_new: int, repeats: int, ks, dynamic_k=True, hf_peers=True, sampling=True,
-              device=None, cold=False, unpacked=True, only=(), log=print) -> dict:
+              device=None, cold=False, unpacked=True, only=(), log=print, seeds: int = 1) -> dict:
     t0 = time.perf_counter()
     models = load_models(device=device)
     load_cached = time.perf_counter() - t0
@@ -305,7 +362,7 @@ def run_bench(prompts, max_new: int, repeats: int, ks, dynamic_k=True, hf_peers=
     plain = load_models(device=device, packed=False) if unpacked and packed else None
     load_cold = cold_load_seconds(device) if cold else None
     cfgs = select(configs(models, ks, dynamic_k, hf_peers, sampling, plain is not None), only)
-    seconds, outputs, ids = run(models, plain, cfgs, prompts, max_new, repeats, log)
+    seconds, outputs, ids = run(models, plain, cfgs, prompts, max_new, repeats, log, seeds)
     first = prompts[0]["name"]
     fm, unpacked_ms = forward_costs(models, plain, ids[first] + outputs[("ours greedy", first)][0][:32], ks)
     bad = mismatches(cfgs, outputs, prompts)
@@ -313,7 +370,7 @@ def run_bench(prompts, max_new: int, repeats: int, ks, dynamic_k=True, hf_peers=
     return {
         "date": time.strftime("%Y-%m-%d"), "device": str(models.device), "threads": torch.get_num_threads(),
         "cpu_flags": cpu_flags(), "torch": torch.__version__, "prompts": [p["name"] for p in prompts],
-        "max_new_tokens": max_new, "repeats": repeats, "draft": models.draft_name,
+        "max_new_tokens": max_new, "repeats": repeats, "draft": models.draft_name, "sampling_seeds": seeds,
         "rows": rows, "best_k": {d: best_k_check(rows, fm, d) for d in ("token", "feature")},
         "ngram_speedup_on_repeat_prompts": repeat_prompt_speedups(cfgs, seconds, prompts),
         "forward_ms": fm, "packed": packed, "forward_ms_unpacked": unpacked_ms,
@@ -379,6 +436,16 @@ def table(res: dict) -> str:
         if r.get("breakdown"):
             lines.append(f"breakdown {name}: " + " × ".join(f"{f:.3f}" for _, f in r["breakdown"])
                          + f" = {r['vs_ours_greedy']:.3f}")
+    for name, r in rows.items():
+        b = r.get("block_vs_token")
+        if b:
+            lines.append(f"block verification vs token-wise ({name}, seeds 0..{res.get('sampling_seeds', 1) - 1} "
+                         f"per prompt): tokens per verify pass {b['tokens_per_pass']:.3f} vs "
+                         f"{b['token_wise_tokens_per_pass']:.3f} (x{b['tokens_per_pass_ratio']:.3f}), tokens/s "
+                         f"x{b['speed_ratio']:.3f}"
+                         + (f"; on block's own drafts, expected tokens per pass {b['expected_tokens_per_pass']:.3f} "
+                            f"vs token-wise {b['token_wise_expected_tokens_per_pass']:.3f}"
+                            if "expected_tokens_per_pass" in b else ""))
     for drafter, b in (res.get("best_k") or {}).items():
         if b:
             lines.append(f"best K ({drafter} draft) from measured per-position acceptance: K = {b['picked']} "
@@ -390,7 +457,8 @@ def table(res: dict) -> str:
     lines.append("token identity vs greedy: " + ("OK" if res["identical"] else f"FAILED {res['mismatches']}"))
     lines.append("a = accepted / drafted tokens ruled on; tok/pass = mean acceptance length (tokens per verify pass, "
                  "incl. bonus/correction); est. = (1-a^(K+1))/((1-a)(Kc+1)), Leviathan et al.'s estimate under i.i.d. "
-                 "acceptance; mach. = the same with the measured verify cost v in place of 1.")
+                 "acceptance; mach. = the same with the measured verify cost v in place of 1. Block rows rule on "
+                 "every draft (no first rejection ends a block), so their a is accepted / drafted.")
     return "\n".join(lines)
 
 
@@ -403,6 +471,8 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default=None)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--out", default=None, help="also write the JSON here")
+    ap.add_argument("--seeds", type=int, default=1, help="sampling rows: decode each prompt with seeds 0..N-1 (the "
+                                                         "same seeds for token-wise and block verification)")
     ap.add_argument("--only", default="", help="comma-separated parts of row names to run (e.g. 'feature K=4,eagle2'); "
                                                "the greedy rows always run")
     a = ap.parse_args(argv)
@@ -415,6 +485,10 @@ def main(argv=None) -> int:
         a.repeats, a.max_new_tokens, ks = 1, 32, [4]
         kw = dict(dynamic_k=False, sampling=True, hf_peers=True)
     kw["only"] = tuple(o.strip() for o in a.only.split(",") if o.strip())
+    if a.seeds < 1:
+        print(f"error: --seeds must be at least 1; got {a.seeds}", file=sys.stderr)
+        return 2
+    kw["seeds"] = a.seeds
     try:
         res = run_bench(prompts, a.max_new_tokens, a.repeats, ks, device=a.device, cold=not a.quick,
                         log=lambda m: print(m, file=sys.stderr, flush=True), **kw)

@@ -116,8 +116,18 @@ class Cycle:
     k_asked: int = 0  # the K this cycle asked the drafter for (dynamic K: this cycle's value)
     k_room: int = 0  # the most drafts the token budget allowed (every cycle adds one target token after them)
     # sum over the WHOLE vocabulary of max(0, p - q) at the rejected position (= TV(p, q)): the residual's mass
-    # before normalising (None: nothing rejected under sampling)
+    # before normalising (None: nothing rejected under sampling); block verification: of max(0, p_tau p - q)
     residual_mass: float | None = None
+    acceptance: str = "token"  # the sampling rule asked for: "token" (one by one) or "block" (jointly, Sun et al.)
+    # block verification only (() otherwise), one per draft position i = 1..k (engine.speculative.block_odds): the
+    # clipped running ratio p_i and the weight h_i it was judged with, and P(draft i kept | these drafts), over the
+    # uniform draws, under token-wise verification and under block verification: what block keeps that token-wise
+    # would not. Their sums are the drafts each rule keeps in expectation, given the drafts.
+    block_ratio: tuple[float, ...] = ()
+    block_weight: tuple[float, ...] = ()
+    kept_token: tuple[float, ...] = ()
+    kept_block: tuple[float, ...] = ()
+    tokenwise_kept: int | None = None  # drafts token-wise verification keeps with the same uniforms (block only)
 
 
 # ---------------------------------------------------------------- results
@@ -182,6 +192,12 @@ class Counters:
         """Per proposed token: accepted / drafted, vLLM's "draft acceptance rate". Drafts after the first rejection
         are never ruled on, so at a large K this is far below acceptance_rate."""
         return self.accepted / self.drafted if self.drafted else 0.0
+
+    @property
+    def tokens_per_target_pass(self) -> float:
+        """Tokens per target forward of any kind, a feature drafter's prefill pass included (the CLI's and the
+        drafts' evaluation figure; mean_acceptance_length leaves the prefill out)."""
+        return self.tokens / self.target_passes if self.target_passes else 0.0
 
     @property
     def mean_acceptance_length(self) -> float:

@@ -109,7 +109,8 @@ def test_progress_survives_a_new_process(store_target, opened):
     p = opened(path)
     p.record_prediction(p.learner("Ada"), "spec", 3, 4)
     out = subprocess.run([sys.executable, "-c", "from specviz.practice.progress import Progress; import sys; "
-                          "p = Progress(sys.argv[1]); print(p.prediction_score(p.learner('Ada'))); p.close()", str(path)],
+                          "p = Progress(sys.argv[1]); print(p.prediction_score(p.learner('Ada'))); p.close()",
+                          str(path)],
                          capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "(3, 4)"
 

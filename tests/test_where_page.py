@@ -9,7 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from specviz.labs import knobs
-from specviz.labs.acceptance_rules import RULES
+from specviz.labs.acceptance_rules import BLOCK, RULES, TOKENWISE
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = "pages/11_Where_speedup_goes.py"
@@ -108,13 +108,19 @@ def test_knobs_metrics_and_rules_at_defaults_and_extremes(page):
 
     fig = chart(at, "ws_rules")
     bars = [d for d in fig["data"] if d["type"] == "bar"]
-    assert [b["name"].split(" (")[0] for b in bars] == list(RULES)
+    # the five rules, then token-wise and block verification on the same sampled blocks of the run's K (issue 48)
+    assert [b["name"].split(" (")[0].split(": share")[0] for b in bars] == list(RULES) + [TOKENWISE, BLOCK]
     assert len(bars[0]["x"]) == 16 + 1 and bars[0]["x"][-1] == "mean"
-    by = {b["name"].split(" (")[0]: b["y"] for b in bars}
+    by = {b["name"].split(" (")[0].split(": share")[0]: b["y"] for b in bars}
     one_minus_tv = next(d for d in fig["data"] if d["type"] == "scatter")["y"]
     for i in range(17):
         assert 0 <= by["exact match, sampled draft"][i] <= by["rejection sampling"][i] + 1e-9 <= 1 + 1e-9
         assert by["rejection sampling"][i] == pytest.approx(one_minus_tv[i], abs=1e-9)
+        assert 0 <= by[TOKENWISE][i] <= 1 and 0 <= by[BLOCK][i] <= 1
+    kept = {b["name"].split(": share")[0]: b["customdata"][-1] for b in bars[-2:]}  # drafts kept per block, of 4
+    blocks = next(m.value for m in at.markdown if m.value.startswith("**Blocks of K = 4.**"))
+    assert f"token-wise keeps **{kept[TOKENWISE]:.2f}** of 4" in blocks and f"**{kept[BLOCK]:.2f}**" in blocks
+    assert kept[BLOCK] > kept[TOKENWISE] - 0.1  # block keeps at least as many in expectation (sampled: a margin)
     assert "T = 1" in fig["layout"]["title"]["text"]
     # extremes: the coldest and hottest temperature, the fewest and most positions
     at.slider(key="ws_t").set_value(0.1).run()

@@ -19,7 +19,7 @@ from specviz.sampling import SamplingConfig, distribution, new_generator, warper
 from specviz.engine.loop import Decoding, run_cycles
 from specviz.engine.step import Stepper, token_text, top_probs
 from specviz.trace import CacheState, Cycle, DraftToken, Result, Verdict
-from specviz.verify import RULES, Verification, one_hot, verify_chain
+from specviz.verify import RULES, Verification, accept_probability, block_weights, one_hot, verify_chain
 
 
 def speculative_steps(target, drafter: Drafter, tokenizer, prompt_ids: list[int], max_new_tokens: int, k: int = 4,
@@ -62,7 +62,8 @@ def speculative_steps(target, drafter: Drafter, tokenizer, prompt_ids: list[int]
         return cycle_event(tokenizer, top_n, cycle=d.cycle, context_len=len(d.ids), drafts=drafts, q=q, p=p, v=v,
                            emitted=emitted, greedy=cfg.greedy, draft_passes=draft_passes,
                            prefill=run.prefill if d.cycle == 0 else 0, k_asked=asked, k_room=d.room(asked),
-                           target_cache=CacheState(target_filled, tstep.cached), draft_cache=draft_cache), emitted
+                           target_cache=CacheState(target_filled, tstep.cached), draft_cache=draft_cache,
+                           acceptance=acceptance), emitted
 
     yield from run_cycles(run.d, cycle)
     return run.d.result("speculative")
@@ -111,15 +112,53 @@ def prefill_states(tstep: Stepper, drafter: Drafter, ids: list[int]) -> int:
     return 1
 
 
+@dataclass(frozen=True)
+class BlockOdds:
+    """One block of drafts judged both ways (block_odds), one entry per draft position i = 1..K."""
+    accept: tuple[float, ...]  # min(1, p(x_i)/q(x_i)): the token-wise test at i
+    ratio: tuple[float, ...]  # p_i = min(1, p_(i-1) · p(x_i)/q(x_i)): Sun et al.'s clipped running ratio
+    weight: tuple[float, ...]  # h_i: draft i is the last kept when its uniform passes this and no later one does
+    kept_token: tuple[float, ...]  # P(draft i kept) token-wise: prod_(j <= i) min(1, p_j(x_j)/q_j(x_j))
+    kept_block: tuple[float, ...]  # P(draft i kept) block: P(tau >= i) = 1 - prod_(j >= i) (1 - h_j)
+
+
+def block_odds(drafts: list[int], q: torch.Tensor | None, p: torch.Tensor) -> BlockOdds:
+    """Given the drafts x_1..x_K (q: (K, vocab), the distributions they were drawn from, or None for one-hot) and
+    the target's p: (K + 1, vocab), how likely each draft is kept, over the uniform draws only, under each rule.
+    Token-wise keeps draft i when each of 1..i passes its own test; block verification keeps it when the weight at i
+    or at any later position passes (tau is the last i with eta_i <= h_i), so a later draft the target likes can keep
+    an earlier one the token-wise test would have rejected. Summed: the drafts each rule keeps in expectation given
+    these drafts. Averaged over drafts drawn from q, block's sum is never the smaller (Sun et al. prove it optimal);
+    for one given block it can be (tests/test_block_page.py)."""
+    ratio, weight = block_weights(drafts, q, p)
+    q_x = [float(q[i, x]) if q is not None else 1.0 for i, x in enumerate(drafts)]  # x was drawn from q: q(x) > 0
+    accept = [accept_probability(float(p[i, x]), q_x[i]) if q_x[i] > 0 else 0.0 for i, x in enumerate(drafts)]
+    kept_token, run = [], 1.0
+    for a in accept:
+        run *= a
+        kept_token.append(run)
+    kept_block, miss = [], 1.0
+    for h in reversed(weight[1:]):  # h_K first: P(no weight from i on passes)
+        miss *= 1.0 - h
+        kept_block.append(1.0 - miss)
+    return BlockOdds(tuple(accept), tuple(ratio[1:]), tuple(weight[1:]), tuple(kept_token), tuple(kept_block[::-1]))
+
+
 def cycle_event(tokenizer, top_n: int, *, cycle: int, context_len: int, drafts: list[int], q, p, v: Verification,
                 emitted: list[int], greedy: bool, draft_passes: int, prefill: int, target_cache: CacheState,
-                draft_cache: CacheState | None, k_asked: int = 0, k_room: int = 0) -> Cycle:
+                draft_cache: CacheState | None, k_asked: int = 0, k_room: int = 0, acceptance: str = "token") -> Cycle:
     """The trace event of one cycle: what the viewer needs to draw it, with token texts and top-n lists."""
     def q_of(i):  # one-hot for deterministic proposals
         return q[i] if q is not None else one_hot(drafts[i], p[i])
 
     def text(t):
         return token_text(tokenizer, t)
+
+    # block verification's own numbers, for the viewer only (verify_block decided already): recomputed here so the
+    # rule stays a pure function with one result, and a token-wise run pays nothing for them
+    odds = block_odds(drafts, q, p) if acceptance == "block" and not greedy and drafts else None
+    # the residual after tau kept drafts is max(0, p_tau p - q) (p_0 = 1); token-wise it is max(0, p - q)
+    scale = odds.ratio[v.accepted - 1] if odds is not None and v.accepted else 1.0
 
     return Cycle(
         cycle=cycle, context_len=context_len, k=len(drafts),
@@ -140,5 +179,11 @@ def cycle_event(tokenizer, top_n: int, *, cycle: int, context_len: int, drafts: 
         target_top=tuple(top_probs(tokenizer, p[i], 1)[0] for i in range(len(drafts) + 1)),
         p_draft=tuple(float(p[i, x]) for i, x in enumerate(drafts)),
         new_p=float(p[v.accepted, v.token]) if v.token is not None else None, k_asked=k_asked, k_room=k_room,
-        residual_mass=(float((p[v.accepted] - q_of(v.accepted)).clamp(min=0).sum())
-                       if v.residual is not None else None))
+        residual_mass=(float((scale * p[v.accepted] - q_of(v.accepted)).clamp(min=0).sum())
+                       if v.residual is not None else None),
+        acceptance=acceptance,
+        **({} if odds is None else dict(
+            block_ratio=odds.ratio, block_weight=odds.weight, kept_token=odds.kept_token, kept_block=odds.kept_block,
+            # the same uniforms read token-wise: keep while eta_i < min(1, p/q)
+            tokenwise_kept=next((i for i, (r, a) in enumerate(zip(v.rulings, odds.accept)) if not r.u < a),
+                                len(v.rulings)))))

@@ -1,5 +1,7 @@
 """One speculative cycle, drawn in the order it happens: draft proposals (q), the target's single
-verify pass, the per-token accept test (u against min(1, p/q)), the residual or bonus, the KV caches."""
+verify pass, the per-token accept test (u against min(1, p/q)), the residual or bonus, the KV caches. Under block
+verification (Sun et al., ICLR 2025) the test is each draft's uniform against its block weight h_i, and block_decision
+draws what the joint rule kept that the token-wise one would not."""
 from __future__ import annotations
 
 import html
@@ -8,6 +10,7 @@ import plotly.graph_objects as go
 
 from specviz.figures import (ACCEPTED, BONUS, CORRECTION, P_COLOR, Q_COLOR, REJECTED, RESAMPLED, build, grid, label,
                              label_plain, md_escape, ref, short_label, token_labels)
+from specviz.verify import accept_probability
 
 ORIGIN_COLORS = {"accepted": ACCEPTED, "resampled": RESAMPLED, "bonus": BONUS, "correction": CORRECTION,
                  "target": "#607d8b", "prompt": "#9e9e9e"}
@@ -150,6 +153,8 @@ def verify_pass(cycle, marks: bool = True) -> go.Figure:
                                         "choice (your prediction first)") if greedy and not marks else
                              ("position in this pass (green ✓: draft = target's top choice, red ✗ hatched: it is not; "
                               "faded: after the first mismatch, computed but discarded)") if greedy else
+                             "position in this pass (block verification judges all the drafts together: see 3)"
+                             if is_block(cycle) else
                              "position in this pass (the draft token is kept with probability min(1, p/q); faded: "
                              "after the first rejection, computed but discarded)"), type="category"),
             legend=dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom"))
@@ -163,14 +168,20 @@ def verify_pass(cycle, marks: bool = True) -> go.Figure:
 
 def verdicts(cycle) -> go.Figure:
     """Per drafted token up to the first rejection: p and q for it and its top alternatives (only tokens with
-    mass, values on the bars), and in rejection sampling the accept test u against min(1, p/q)."""
+    mass, values on the bars), and in rejection sampling the accept test u against min(1, p/q). Block verification
+    rules on every draft: its uniform η against its block weight h, and ✓ for the drafts kept (block_decision says
+    why a draft can be kept although its own test failed)."""
     vs = cycle.verdicts
     greedy = cycle.verify_mode == "greedy"
+    block = is_block(cycle)
     rows, cols = _grid(max(len(vs), 1))
     titles = []
     for v in vs:
         if greedy:
             titles.append(short_label(v.text, 12) + f" {'✓' if v.accepted else '✗'}")
+        elif block:  # the test passes at η <= h (verify_block); kept is decided by the last passing position
+            titles.append(short_label(v.text, 10) + f" η={v.u:.2f}{'≤' if v.u <= v.accept_prob else '>'}"
+                          f"h={v.accept_prob:.2f} {'✓' if v.accepted else '✗'}")
         else:
             titles.append(short_label(v.text, 10) + f" u={v.u:.2f}{'<' if v.accepted else '≥'}{v.accept_prob:.2f}"
                           f" {'✓' if v.accepted else '✗'}")
@@ -205,17 +216,20 @@ def verdicts(cycle) -> go.Figure:
         if not greedy:
             color = ACCEPTED if v.accepted else REJECTED
             test = cells[2 * r - 1][c - 1]
+            test_name, draw_name = ("h (block weight)", "η") if block else ("min(1, p/q)", "u")
             data.append(dict(type="bar", x=[v.accept_prob], y=[""], orientation="h",
                              marker=dict(color=color, pattern=dict(shape="" if v.accepted else "x")),
-                             opacity=0.5, name="min(1, p/q)", showlegend=i == 0, legendgroup="a",
-                             hovertemplate="accept probability min(1, p/q) = %{x:.3f}<extra></extra>", **ref(test)))
+                             opacity=0.5, name=test_name, showlegend=i == 0, legendgroup="a",
+                             hovertemplate=("block weight h" if block else "accept probability min(1, p/q)")
+                             + " = %{x:.3f}<extra></extra>", **ref(test)))
             data.append(dict(type="scatter", x=[v.u], y=[""], mode="markers",
-                             marker=dict(symbol="line-ns-open", size=22, color="black", line=dict(width=3)), name="u",
-                             showlegend=i == 0, legendgroup="u",
-                             hovertemplate="u = %{x:.3f}<extra></extra>", **ref(test)))
+                             marker=dict(symbol="line-ns-open", size=22, color="black", line=dict(width=3)),
+                             name=draw_name, showlegend=i == 0, legendgroup="u",
+                             hovertemplate=draw_name + " = %{x:.3f}<extra></extra>", **ref(test)))
             layout[test[0]].update(range=[0, 1], tickvals=[0, 0.5, 1], tickfont=dict(size=9))
     _title_size(layout, 10 if small else 12)
     rule = ("accept while the draft token is the target's top choice (▶: the draft token)" if greedy else
+            "block verification keeps drafts 1..τ, τ = the last i with η ≤ h (▶: the draft token)" if block else
             "accept if u < min(1, p/q) (▶: the draft token)")
     height = (300 if greedy else 360) * rows + 30
     layout.update(height=height, barmode="group",  # t = 95: the legend 24 px above the subplot titles
@@ -236,13 +250,86 @@ def resolution(cycle) -> go.Figure | None:
                  marker=dict(color=[RESAMPLED if t.id == cycle.new_token else "#ce93d8" for t in r]),
                  text=[_small(t.prob) for t in r], textposition="outside", cliponaxis=False,
                  name="residual", hovertemplate="%{x}: residual = %{y:.4f}<extra></extra>")]
-    title = "4 · Rejected: resample from the residual normalize(max(0, p − q)) (▶: the token drawn)"
+    title = ("4 · Rejected: resample from the residual normalize(max(0, p − q)) (▶: the token drawn)"
+             if not is_block(cycle) else
+             f"4 · Block kept {cycle.accepted}: draw from normalize(max(0, p_τ·p − q)) at position "
+             f"{cycle.accepted + 1}, p_τ = {cycle.block_ratio[cycle.accepted - 1] if cycle.accepted else 1.0:.3f} "
+             "(▶: the token drawn)")
     if cycle.residual_fallback:
         title += " (all zero: p = q, drew from p)"
     return build(data, _fixed(dict(height=300, yaxis=dict(range=_fit(max(t.prob for t in r))),
                                    xaxis=dict(type="category"),
                                    title=dict(text=title, x=0, font=dict(size=14)), showlegend=False),
                               l=40, r=10, t=40, b=60))
+
+
+def is_block(cycle) -> bool:
+    """Judged by block verification (a sampling cycle recorded with its block weights)."""
+    return getattr(cycle, "acceptance", "token") == "block" and bool(getattr(cycle, "block_weight", ()))
+
+
+def block_outcomes(cycle) -> list[str]:
+    """Per draft: what block verification did beside what token-wise verification would have done with the same
+    uniforms: "kept" (both keep it), "rescued" (block keeps it, token-wise would have stopped before or at it),
+    "token-wise only" (token-wise would keep it, block does not) or "dropped" (neither)."""
+    tw = cycle.tokenwise_kept if cycle.tokenwise_kept is not None else 0
+    return [("kept" if i < tw else "rescued") if i < cycle.accepted else ("token-wise only" if i < tw else "dropped")
+            for i in range(len(cycle.verdicts))]
+
+
+BLOCK_COLOR, TOKENWISE_COLOR = "#00897b", "#90a4ae"
+OUTCOME_MARK = {"kept": "✓ kept", "rescued": "✓ rescued", "token-wise only": "✗ (token-wise ✓)", "dropped": "✗"}
+
+
+def block_decision(cycle) -> go.Figure:
+    """Block verification's decision on this cycle's drafts, beside token-wise verification's. Top: at each draft
+    position the token-wise test min(1, p/q), the block weight h_i and the clipped running ratio p_i (block_weights),
+    and the uniform η_i drawn there: token-wise keeps drafts while η_i < min(1, p/q); block keeps drafts 1..τ, τ the
+    last position with η_i ≤ h_i, so a draft whose own test failed is kept when a later one passes. Bottom: how
+    likely each draft was to be kept given these drafts (over the draws), under each rule. The x labels say what
+    happened: kept by both, rescued by block, kept by token-wise only, or dropped."""
+    vs, k = cycle.verdicts, cycle.k  # every draft is ruled on; fewer only after an accepted end-of-sequence
+    n = len(vs)
+    outcome = block_outcomes(cycle)
+    xs = [f"{i + 1}: {short_label(v.text, 10)}<br>{OUTCOME_MARK[o]}" for i, (v, o) in enumerate(zip(vs, outcome))]
+    names = [label(v.text) for v in vs]
+    layout, cells = grid(2, 1, ["the draws: token-wise keeps while η < min(1, p/q) · block keeps 1..τ, τ = the last "
+                                "η ≤ h", "P(draft kept | these drafts), over the draws"],
+                         row_heights=[0.6, 0.4], vertical_spacing=0.16)
+    top, bottom = cells[0][0], cells[1][0]
+    accept = [accept_probability(v.p, v.q) if v.q > 0 else 0.0 for v in vs]
+    data = [
+        dict(type="bar", x=xs, y=accept, name="token-wise test min(1, p/q)", marker=dict(color=TOKENWISE_COLOR),
+             customdata=names, hovertemplate="%{customdata}: min(1, p/q) = %{y:.3f}<extra></extra>", **ref(top)),
+        dict(type="bar", x=xs, y=list(cycle.block_weight[:n]), name="block weight h", marker=dict(color=BLOCK_COLOR),
+             customdata=names, hovertemplate="%{customdata}: h = %{y:.3f}<extra></extra>", **ref(top)),
+        dict(type="scatter", x=xs, y=list(cycle.block_ratio[:n]), mode="lines+markers", name="running ratio p_i",
+             line=dict(color=BLOCK_COLOR, dash="dot"), marker=dict(size=7), customdata=names,
+             hovertemplate="%{customdata}: p_i = min(1, p_(i−1)·p/q) = %{y:.3f}<extra></extra>", **ref(top)),
+        dict(type="scatter", x=xs, y=[v.u for v in vs], mode="markers", name="η (the uniform drawn)",
+             marker=dict(symbol="line-ew-open", size=34, color="black", line=dict(width=3)), customdata=names,
+             hovertemplate="%{customdata}: η = %{y:.3f}<extra></extra>", **ref(top)),
+        dict(type="bar", x=xs, y=list(cycle.kept_token[:n]), name="P(kept), token-wise", showlegend=False,
+             marker=dict(color=TOKENWISE_COLOR), text=[_small(x, 2) for x in cycle.kept_token[:n]],
+             textposition="outside", cliponaxis=False,
+             hovertemplate="token-wise: P(kept) = %{y:.3f}<extra></extra>", **ref(bottom)),
+        dict(type="bar", x=xs, y=list(cycle.kept_block[:n]), name="P(kept), block", showlegend=False,
+             marker=dict(color=BLOCK_COLOR), text=[_small(x, 2) for x in cycle.kept_block[:n]], textposition="outside",
+             cliponaxis=False, hovertemplate="block: P(kept) = %{y:.3f}<extra></extra>", **ref(bottom))]
+    for axis in (top, bottom):
+        layout[axis[0]].update(type="category", tickfont=dict(size=10))
+        layout[axis[1]].update(range=[0, 1.15], tickvals=[0, 0.5, 1])
+    layout[top[0]].update(showticklabels=False)
+    _title_size(layout, 12)
+    tw = cycle.tokenwise_kept if cycle.tokenwise_kept is not None else 0
+    rescued = [i + 1 for i, o in enumerate(outcome) if o == "rescued"]
+    title = (f"3b · Block verification kept {cycle.accepted} of {k}; token-wise, with the same draws, would keep {tw}"
+             + (f": draft{'s' if len(rescued) > 1 else ''} {', '.join(map(str, rescued))} rescued" if rescued else "")
+             + f" · expected {sum(cycle.kept_block):.2f} vs {sum(cycle.kept_token):.2f} given these drafts")
+    layout.update(height=470, barmode="group", bargap=0.3,
+                  legend=dict(orientation="h", y=1.06, x=1, xanchor="right", yanchor="bottom"),
+                  title=dict(text=title, x=0, font=dict(size=14)))
+    return build(data, _fixed(layout, l=40, r=10, t=95, b=60))
 
 
 def resolution_text(cycle) -> str:
@@ -361,6 +448,14 @@ NOTHING_JUDGED = "**3 · Nothing to judge:** no draft token, so no accept test."
 FEATURE_CACHE = ("The feature draft keeps only positions it built from the target's "
                  "real hidden states; the ones it built "
                  "on its own guesses are dropped and rebuilt next cycle from the states this verify pass computed.")
+BLOCK_CAPTION = ("Block verification (Sun et al., ICLR 2025) draws one uniform η per draft, as token-wise "
+                 "verification does, but tests it against the block weight h_i, built from the clipped running "
+                 "ratio p_i = min(1, p_(i−1)·p/q) and the mass of max(0, p_i·p − q) at the next position. It keeps "
+                 "drafts 1..τ, τ the LAST position whose test passes, then "
+                 "draws one token from normalize(max(0, p_τ·p − q)) (or the bonus). A low ratio early can be made up "
+                 "by a draft the target likes more later: the drafts marked rescued. The output is still exactly the "
+                 "target's, and on average it keeps at least as many drafts as token-wise; for one block it can keep "
+                 "fewer.")
 FEATURE_PREFILL = ("Before this first cycle the target ran one prefill pass over the prompt: "
                    "the feature draft reads the "
                    "target's hidden states, so it cannot draft before they exist (counted as a target pass).")

@@ -92,7 +92,7 @@ def evaluate(target, tok, draft, n_prompts: int = 16, max_new: int = 64, ks=(2, 
         c = run["counters"]
         by_position = (c.per_position() + [None] * k)[:k]  # P(position i accepted | the ones before were)
         out[f"K={k}"] = {"greedy_acceptance": c.acceptance_rate, "mean_acceptance_length": c.mean_acceptance_length,
-                         "tokens_per_target_pass": c.tokens / c.target_passes,  # prefill counted, as the CLI does
+                         "tokens_per_target_pass": c.tokens_per_target_pass,  # prefill counted, as the CLI does
                          "by_position": [None if a is None else round(a, 3) for a in by_position],
                          "speedup": sum(plain["seconds"]) / sum(run["seconds"])}
         log(f"  K={k}: acceptance {c.acceptance_rate:.3f}, tokens/pass {c.mean_acceptance_length:.2f} "
@@ -100,7 +100,7 @@ def evaluate(target, tok, draft, n_prompts: int = 16, max_new: int = 64, ks=(2, 
     if TREE in runs:  # the tree target is read against the chain at K = 4
         c = runs[TREE]["counters"]
         out[TREE] = {"mean_acceptance_length": c.mean_acceptance_length,
-                     "tokens_per_target_pass": c.tokens / c.target_passes,
+                     "tokens_per_target_pass": c.tokens_per_target_pass,
                      "speedup": sum(plain["seconds"]) / sum(runs[TREE]["seconds"])}
         if "K=4" in out:
             out[TREE]["vs_chain_K4_tokens_per_target_pass"] = (out[TREE]["tokens_per_target_pass"]
