@@ -353,7 +353,7 @@ def cold_load_seconds(device) -> float:
 
 
 def run_bench(prompts, max_new: int, repeats: int, ks, dynamic_k=True, hf_peers=True, sampling=True,
-              device=None, cold=False, unpacked=True, only=(), log=print, seeds: int = 1) -> dict:
+              device=None, cold=False, unpacked=True, only=(), log=print, seeds: int = 1, sized_tree=False) -> dict:
     t0 = time.perf_counter()
     models = load_models(device=device)
     load_cached = time.perf_counter() - t0
@@ -362,6 +362,15 @@ def run_bench(prompts, max_new: int, repeats: int, ks, dynamic_k=True, hf_peers=
     plain = load_models(device=device, packed=False) if unpacked and packed else None
     load_cold = cold_load_seconds(device) if cold else None
     cfgs = select(configs(models, ks, dynamic_k, hf_peers, sampling, plain is not None), only)
+    sizing = None
+    if sized_tree and models.feature_draft is not None:  # issue 48: the EAGLE-2 tree sized for this machine
+        from specviz.labs.tree_sizing import size
+
+        log("sizing the EAGLE-2 tree for this machine…")
+        sizing = size(models)
+        c = sizing["choice"]
+        cfgs.append(Config(f"spec eagle2 sized N={c.budget} D={c.depth}", "speculative", "feature", None,
+                           tree="eagle2", tree_budget=c.budget, tree_depth=c.depth))
     seconds, outputs, ids = run(models, plain, cfgs, prompts, max_new, repeats, log, seeds)
     first = prompts[0]["name"]
     fm, unpacked_ms = forward_costs(models, plain, ids[first] + outputs[("ours greedy", first)][0][:32], ks)
@@ -377,6 +386,10 @@ def run_bench(prompts, max_new: int, repeats: int, ks, dynamic_k=True, hf_peers=
         "load_s": {"cached": load_cached, "cold": load_cold},
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "identical": not bad, "mismatches": bad,
+        "tree_sizing": None if sizing is None else {
+            "budget": sizing["choice"].budget, "depth": sizing["choice"].depth,
+            "expected_tokens_per_cycle": sizing["choice"].tokens, "expected_ms_per_cycle": sizing["choice"].ms,
+            "draft_pass_ms": sizing["draft_pass_ms"], "recorded_cycles": sizing["cycles"]},
     }
 
 
@@ -473,6 +486,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None, help="also write the JSON here")
     ap.add_argument("--seeds", type=int, default=1, help="sampling rows: decode each prompt with seeds 0..N-1 (the "
                                                          "same seeds for token-wise and block verification)")
+    ap.add_argument("--sized-tree", action="store_true",
+                    help="also a row of the EAGLE-2 tree sized for this machine (labs/tree_sizing; about a minute)")
     ap.add_argument("--only", default="", help="comma-separated parts of row names to run (e.g. 'feature K=4,eagle2'); "
                                                "the greedy rows always run")
     a = ap.parse_args(argv)
@@ -489,6 +504,7 @@ def main(argv=None) -> int:
         print(f"error: --seeds must be at least 1; got {a.seeds}", file=sys.stderr)
         return 2
     kw["seeds"] = a.seeds
+    kw["sized_tree"] = a.sized_tree
     try:
         res = run_bench(prompts, a.max_new_tokens, a.repeats, ks, device=a.device, cold=not a.quick,
                         log=lambda m: print(m, file=sys.stderr, flush=True), **kw)
