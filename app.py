@@ -51,7 +51,7 @@ def home():
 def start_here():
     """A one-week study path through the pages, drills and quiz, with the learner's progress on it."""
     from specviz.practice.plan import complete, status
-    from ui.learner import current, progress
+    from ui.learner import current, name_hint, progress
     from ui.registry import BY_PATH
 
     me = current()
@@ -67,8 +67,8 @@ def start_here():
                      if me is not None else "**Start here: a week to interview-ready**",
                      expanded=me is None or done < 7):
         if me is None:
-            st.caption("Type your name in the sidebar and your progress is kept (drills, quiz boxes, predictions, "
-                       "mock interviews) and ticked off here.")
+            st.caption(name_hint("Type your name in the sidebar and your progress is kept (drills, quiz boxes, "
+                                 "predictions, mock interviews) and ticked off here."))
         for n, (day, parts) in enumerate(days, 1):
             mark = "✅" if me is not None and complete(parts) else "▫️"
             counts = " · ".join(f"{what} {got}/{goal}" for what, got, goal in parts)

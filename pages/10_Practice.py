@@ -7,7 +7,7 @@ import streamlit as st
 
 from ui.sidebar import get_models, sidebar
 from ui.state import keep
-from ui.learner import current, progress
+from ui.learner import current, name_hint, progress
 from ui.registry import BY_PATH
 
 from specviz.errors import SpecVizError
@@ -129,7 +129,7 @@ if history:
     right = sum(r for _, _, r in history)
     st.metric("This session", f"{right} / {len(history)} right")
 if me is None:
-    st.caption("Type a name in the sidebar to keep your drill history across sessions.")
+    st.caption(name_hint("Type a name in the sidebar to keep your drill history across sessions."))
 else:
     stats = progress().drill_stats(me)
     if stats:

@@ -10,7 +10,7 @@ from ui.state import keep, slider
 
 from specviz.drafters import drafter_choices, make_drafter
 from specviz.figures import md_escape
-from specviz.figures.acceptance_rules import rules_bars
+from specviz.figures.acceptance_rules import block_bars, rules_bars
 from specviz.figures.policies import policy_bars
 from specviz.figures.precision import margin_chart
 from specviz.figures.timeline import per_token_bars, timeline_chart
@@ -237,8 +237,9 @@ elif needs_run():
             "after the run's text, the target scored each block in one pass, and both lossless rules judged the same "
             f"blocks: token-wise keeps **{b['token-wise']:.2f}** of {b['k']} drafts per block on average, block "
             f"verification **{b['block']:.2f}** ({b['block'] - b['token-wise']:+.2f} ± {b['gain_se']:.2f} "
-            "standard error; tokens per verify pass are one more each). The grey and teal bars are those as a share "
-            "of K. Estimated over the sampled drafts, exact over the accept draws.")
+            "standard error; tokens per verify pass are one more each), per position below. Estimated over the "
+            "sampled drafts, exact over the accept draws.")
+        chart(block_bars(live), key="ws_block_rules")
         st.markdown(
             "- **Lossless** means the output is distributed exactly as the target alone would sample it. Exact match "
             "is lossless (what is emitted is always the target's own sample), and so is rejection sampling "

@@ -7,7 +7,7 @@ import streamlit as st
 
 from ui.sidebar import sidebar
 from ui.state import keep
-from ui.learner import current, progress
+from ui.learner import current, name_hint, progress
 from ui.registry import BY_PATH
 from ui import grading as GR
 
@@ -42,8 +42,8 @@ def level_name(level: str) -> str:
 
 def saved_line(learner) -> None:
     if learner is None:
-        st.caption("Type a name in the sidebar to keep your progress: without one this session counts your answers "
-                   "but stores nothing.")
+        st.caption(name_hint("Type a name in the sidebar to keep your progress: without one this session counts your "
+                             "answers but stores nothing."))
     else:
         st.caption(f"Your answers are saved under **{md_escape(st.session_state.get('s_learner', ''))}**: "
                    f"{len(progress().cards(learner))} cards seen so far.")

@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 from specviz.engine.speculative import block_odds
 from specviz.figures import spec_cycle as F
-from specviz.figures.acceptance_rules import rules_bars
+from specviz.figures.acceptance_rules import block_bars, rules_bars
 from specviz.labs.acceptance_rules import BLOCK, RULES, TOKENWISE
 from specviz.trace import CacheState, Cycle, DraftToken, TokenProb, Verdict
 from specviz.verify import verify, verify_block
@@ -113,7 +113,7 @@ def test_block_decision_draws_what_block_kept_that_token_wise_would_not():
     v = F.verdicts(c).to_dict()
     assert {"h (block weight)", "η"} <= {t["name"] for t in v["data"]}
     assert "τ = the last i with η ≤ h" in v["layout"]["title"]["text"]
-    assert "η=0.63>h=0.00 ✓" in json.dumps(v["layout"]["annotations"], ensure_ascii=False)  # kept, its test failed
+    assert "η=0.63>h=0.00 ✓ rescued" in json.dumps(v["layout"]["annotations"], ensure_ascii=False)  # kept, its test failed
     r = F.resolution(c).to_dict()["layout"]["title"]["text"]
     assert "max(0, p_τ·p − q)" in r and "p_τ = 0.230" in r
     assert "judges all the drafts together" in F.verify_pass(c).to_dict()["layout"]["xaxis"]["title"]["text"]
@@ -129,7 +129,9 @@ def test_a_token_wise_or_greedy_cycle_is_not_drawn_as_a_block():
 
 
 @pytest.mark.fast
-def test_the_rules_chart_draws_block_beside_token_wise_on_the_same_blocks():
+def test_block_verification_has_its_own_chart_in_drafts_kept():
+    """Blocks of K are a different unit from one draft's P(accept): the rules chart keeps its five rules and 1 - TV,
+    and block_bars draws token-wise beside block in drafts kept per block (0..K), escaped token labels."""
     rows = [dict(position=1, token=5, text=" the", **{n: 0.5 for n in RULES}, tv=0.5, **{TOKENWISE: 0.3, BLOCK: 0.4}),
             dict(position=2, token=6, text="<a>", **{n: 0.25 for n in RULES}, tv=0.1, **{TOKENWISE: 0.1, BLOCK: 0.2})]
     block = {"k": 4, "samples": 32, "rows": [{"position": 1, "token-wise": 1.2, "block": 1.6, "gain_se": 0.1},
@@ -137,18 +139,17 @@ def test_the_rules_chart_draws_block_beside_token_wise_on_the_same_blocks():
              "token-wise": 0.8, "block": 1.2, "gain_se": 0.07, "row": BLOCK, "reference": TOKENWISE}
     live = {"rows": rows, "mean": {**{n: 0.375 for n in RULES}, "tv": 0.3, TOKENWISE: 0.2, BLOCK: 0.3},
             "temperature": 1.0, "epsilon": 0.09, "delta": 0.3, "block": block}
-    fig = rules_bars(live, RULES)
-    go.Figure(fig.to_dict())
-    d = fig.to_dict()
-    bars = [t for t in d["data"] if t["type"] == "bar"]
-    assert [b["name"].split(" (")[0].split(": share")[0] for b in bars] == list(RULES) + [TOKENWISE, BLOCK]
-    assert list(bars[-1]["y"]) == [0.4, 0.2, 0.3] and list(bars[-1]["customdata"]) == [1.6, 0.8, 1.2]
-    assert list(bars[-2]["y"]) == [0.3, 0.1, 0.2] and "K = 4" in bars[-1]["name"]
-    assert "blocks of K = 4" in d["layout"]["title"]["text"]
+    d = rules_bars(live, RULES).to_dict()
+    assert [t["name"].split(" (")[0] for t in d["data"] if t["type"] == "bar"] == list(RULES)
     assert len([t for t in d["data"] if t["type"] == "scatter"]) == 1  # 1 − TV only
+    b = block_bars(live).to_dict()
+    go.Figure(b)
+    bars = [t for t in b["data"] if t["type"] == "bar"]
+    assert [t["name"].split(" (")[0] for t in bars] == [TOKENWISE, BLOCK]
+    assert list(bars[1]["y"]) == [1.6, 0.8, 1.2] and list(bars[0]["y"]) == [1.2, 0.4, 0.8]
+    assert b["layout"]["yaxis"]["title"]["text"] == "drafts kept per block (of 4)"
+    assert list(b["layout"]["yaxis"]["range"]) == [0, 4]
     assert list(bars[0]["x"])[1] == "2: &lt;a&gt;"
-    plain = rules_bars({**live, "block": None}, RULES).to_dict()  # no K given: the five rules as before
-    assert len([t for t in plain["data"] if t["type"] == "bar"]) == len(RULES)
 
 
 # ---------------------------------------------------------------- the embedded model

@@ -90,6 +90,10 @@ def test_a_database_nobody_answers_is_one_sentence_in_the_sidebar(browser):
         expect(warning).to_contain_text("Cannot open the progress database")
         expect(warning).to_contain_text("nothing is kept")
         expect(warning).not_to_contain_text("s3cret")
+        expect(warning).to_have_count(1)
+        # the page does not contradict it by inviting the learner to type the name they typed
+        expect(page.get_by_text("This server cannot keep progress right now")).to_have_count(1)
+        expect(page.get_by_text("Type a name in the sidebar to keep")).to_have_count(0)
         answer_right(page)  # practice still works
         expect(page.get_by_text("✓ Right.").first).to_be_visible()
         expect(page.locator("[data-testid=stException]")).to_have_count(0)

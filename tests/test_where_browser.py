@@ -1,8 +1,8 @@
 """The Where the speedup goes page in a real headless Chromium (Debian's, driven by Playwright): it opens with nothing
 measured, then the run recorded, the timeline timed and the policies replayed on their buttons; the tables, the
 cycle timeline, the policies and rules charts drawn at the defaults and at the temperature's lowest, then the fp32/bf16
-runs and their chart; no exception anywhere (screenshots: test-artifacts/where-*.png). The rules chart has block
-verification's row beside token-wise on the same sampled blocks (issue 48)."""
+runs and their chart; no exception anywhere (screenshots: test-artifacts/where-*.png). Block verification beside
+token-wise on the same sampled blocks has a chart of its own, in drafts kept per block (issue 48)."""
 import os
 from pathlib import Path
 
@@ -43,15 +43,15 @@ def test_where_page_in_browser(server, browser):
         expect(page.locator("[data-testid=stException]")).to_have_count(0)
     expect(page.locator("[data-testid=stTable]")).to_have_count(2)
     expect(page.locator("[data-testid=stTable]").first).to_contain_text("speculative-num-draft-tokens")
-    expect(page.locator("[data-testid=stPlotlyChart]")).to_have_count(4, timeout=120_000)
+    expect(page.locator("[data-testid=stPlotlyChart]")).to_have_count(5, timeout=120_000)
     page.wait_for_function("() => [...document.querySelectorAll('[data-testid=stPlotlyChart]')]"
                            ".every(c => c.querySelector('.main-svg'))", timeout=120_000)
     expect(page.locator("[data-testid=stPlotlyChart]").nth(0)).to_contain_text("EAGLE-2 tree")
     assert bars(page, 0) > 3 * 24  # the timeline: at least a forward per plain-greedy token and every other stage
     assert bars(page, 1) >= 3 * 3  # ms per token by stage: each method's forward, acceptance and overhead
     assert bars(page, 2) == 4 + 4  # four policies: tokens per pass, predicted speedup
-    # five rules, token-wise and block verification on blocks of K, and the 1 - TV marker at 16 positions and their mean
-    assert bars(page, 3) == 8 * 17
+    assert bars(page, 3) == 6 * 17  # five rules and the 1 - TV marker at 16 positions and their mean
+    assert bars(page, 4) == 2 * 17  # token-wise and block verification on blocks of K, a chart of their own
     page.screenshot(path=str(SHOTS / "where-defaults.png"), full_page=True)
     t = page.locator("[data-testid=stSlider]").filter(has_text="Temperature").get_by_role("slider")
     t.focus()
@@ -67,10 +67,10 @@ def test_where_page_in_browser(server, browser):
     settle(page)
     page.get_by_role("button", name="Run fp32 and bf16, plain and speculative").click()
     settle(page, 600_000)
-    expect(page.locator("[data-testid=stPlotlyChart]")).to_have_count(5, timeout=600_000)
+    expect(page.locator("[data-testid=stPlotlyChart]")).to_have_count(6, timeout=600_000)
     settle(page, 600_000)
     expect(page.locator("[data-testid=stException]")).to_have_count(0)
-    expect(page.locator("[data-testid=stPlotlyChart]").nth(4)).to_contain_text("Top-2 logit margin")
-    assert bars(page, 4) == 2 * 16  # fp32 margin bars and bf16 markers at 16 positions
+    expect(page.locator("[data-testid=stPlotlyChart]").nth(5)).to_contain_text("Top-2 logit margin")
+    assert bars(page, 5) == 2 * 16  # fp32 margin bars and bf16 markers at 16 positions
     page.screenshot(path=str(SHOTS / "where-precision.png"), full_page=True)
     page.close()

@@ -46,6 +46,14 @@ def name_box(container) -> None:
         container.warning(md_escape(str(_store())) + " Practice works; nothing is kept.")
 
 
+def name_hint(without_name: str) -> str:
+    """What a page says where progress is not being kept: the page's own invitation to type a name, or, when this
+    server's store cannot be opened, that nothing is kept whatever the name (the sidebar says why)."""
+    if isinstance(_store(), SpecVizError):
+        return "This server cannot keep progress right now (the sidebar says why): practice works, nothing is stored."
+    return without_name
+
+
 def current() -> int | None:
     """The learner's id, or None before a name is typed (practice then works, but nothing is kept)."""
     name = st.session_state.get("s_learner", "")

@@ -180,8 +180,9 @@ def verdicts(cycle) -> go.Figure:
         if greedy:
             titles.append(short_label(v.text, 12) + f" {'✓' if v.accepted else '✗'}")
         elif block:  # the test passes at η <= h (verify_block); kept is decided by the last passing position
-            titles.append(short_label(v.text, 10) + f" η={v.u:.2f}{'≤' if v.u <= v.accept_prob else '>'}"
-                          f"h={v.accept_prob:.2f} {'✓' if v.accepted else '✗'}")
+            passed = v.u <= v.accept_prob  # a failed test can still be kept: rescued by a later passing draft
+            titles.append(short_label(v.text, 10) + f" η={v.u:.2f}{'≤' if passed else '>'}h={v.accept_prob:.2f} "
+                          + ("✓" if v.accepted and passed else "✓ rescued" if v.accepted else "✗"))
         else:
             titles.append(short_label(v.text, 10) + f" u={v.u:.2f}{'<' if v.accepted else '≥'}{v.accept_prob:.2f}"
                           f" {'✓' if v.accepted else '✗'}")
