@@ -75,6 +75,17 @@ def test_names_are_bounded():
     assert clean_name("  Ada   Lovelace ") == "Ada Lovelace"
 
 
+def in_processes(target, args_list):
+    """Run target(*args) in one new process per args, all at once; each must exit cleanly."""
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=target, args=args) for args in args_list]
+    for pr in procs:
+        pr.start()
+    for pr in procs:
+        pr.join(120)
+        assert pr.exitcode == 0
+
+
 def _writer(path, name, n):
     p = Progress(path)
     me = p.learner(name)
@@ -89,13 +100,7 @@ def _writer(path, name, n):
 def test_parallel_writers_lose_nothing(store_target, opened):
     path = store_target
     Progress(path).close()
-    ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_writer, args=(path, f"learner{i}", 60)) for i in range(4)]
-    for pr in procs:
-        pr.start()
-    for pr in procs:
-        pr.join(120)
-        assert pr.exitcode == 0
+    in_processes(_writer, [(path, f"learner{i}", 60) for i in range(4)])
     p = opened(path)
     for i in range(4):
         me = p.learner(f"learner{i}")
@@ -140,13 +145,7 @@ def _open(target):
 
 def test_servers_starting_together_migrate_once(store_target, opened):
     """Several processes open a new store at the same moment (servers starting together): each migration runs once."""
-    ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_open, args=(store_target,)) for _ in range(4)]
-    for pr in procs:
-        pr.start()
-    for pr in procs:
-        pr.join(120)
-        assert pr.exitcode == 0
+    in_processes(_open, [(store_target,)] * 4)
     p = opened(store_target)
     with p._db() as db:
         assert db.execute("SELECT COUNT(*), MAX(version) FROM schema_version").fetchone() == (1, 1)
