@@ -27,6 +27,7 @@ from specviz.engine.lookahead import lookahead_steps
 from specviz.engine.plain import plain_steps
 from specviz.labs.measure import timed_rounds
 from specviz.labs.timing import forward_ms
+from specviz.labs.tree_sizing import size
 from specviz.models import load_models
 from specviz.packed import PackedLinear
 from specviz.prompting import prompt_ids
@@ -364,8 +365,6 @@ def run_bench(prompts, max_new: int, repeats: int, ks, dynamic_k=True, hf_peers=
     cfgs = select(configs(models, ks, dynamic_k, hf_peers, sampling, plain is not None), only)
     sizing = None
     if sized_tree and models.feature_draft is not None:  # issue 48: the EAGLE-2 tree sized for this machine
-        from specviz.labs.tree_sizing import size
-
         log("sizing the EAGLE-2 tree for this machine…")
         sizing = size(models)
         c = sizing["choice"]
