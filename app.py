@@ -85,9 +85,10 @@ def start_here():
 
 
 def live_comparison(settings):
-    """Greedy vs beam vs speculative on the sidebar's prompt, run live on a click (specviz.labs.home does the work)."""
+    """Greedy vs beam vs speculative on the sidebar's prompt, run live on a click (specviz.labs.side_by_side does the
+    work)."""
     from specviz.drafters import drafter_choices
-    from specviz.labs.home import side_by_side
+    from specviz.labs.side_by_side import side_by_side
 
     st.subheader("See it: the three on your prompt")
     st.caption("Runs greedy, beam search and speculative decoding (greedy verification) on the prompt in the sidebar "

@@ -12,7 +12,7 @@ from ui.registry import BY_PATH
 
 from specviz.errors import SpecVizError
 from specviz.figures import md_escape
-from specviz.practice.drills import KINDS, MAX_RESPONSE, grade, make
+from specviz.practice.drills import DRILLS, MAX_RESPONSE, grade, make
 
 settings = sidebar()
 st.title("Practice drills")
@@ -22,7 +22,7 @@ st.caption("Numbers an interviewer throws at you, with exact answers: accept or 
            "gives the same drill (`python -m specviz drill --kind KIND --seed N`).")
 
 MIXED, MIXED_LIVE = "Mixed: formulas", "Mixed: live model"
-titles = {MIXED: None, MIXED_LIVE: None} | {k.title: k.name for k in KINDS.values()}
+titles = {MIXED: None, MIXED_LIVE: None} | {k.title: k.name for k in DRILLS.values()}
 keep("dr_choice")
 choice = st.selectbox("Drill", list(titles), key="dr_choice")
 st.session_state.setdefault("dr_seed", random.SystemRandom().randrange(2 ** 31))  # a session's own sequence
@@ -32,7 +32,7 @@ st.session_state.setdefault("dr_history", [])
 def kind_for(choice: str, seed: int) -> str:
     if titles[choice]:
         return titles[choice]
-    pool = [k.name for k in KINDS.values() if k.live == (choice == MIXED_LIVE)]
+    pool = [k.name for k in DRILLS.values() if k.live == (choice == MIXED_LIVE)]
     return pool[seed % len(pool)]
 
 
@@ -57,18 +57,18 @@ def ask(kind: str, seed: int, models):
 
 seed = st.session_state["dr_seed"]
 kind = kind_for(choice, seed)
-models = get_models(settings) if KINDS[kind].live else None
+models = get_models(settings) if DRILLS[kind].live else None
 try:
-    with st.spinner("Running the model for a real cycle…") if KINDS[kind].live else st.empty():
+    with st.spinner("Running the model for a real cycle…") if DRILLS[kind].live else st.empty():
         drill = ask(kind, seed, models).result()
 except SpecVizError as e:
     st.warning(md_escape(str(e)) + " Press **New drill**.")
     drill = None
 
 if drill is not None:
-    if KINDS[kind_for(choice, seed + 1)].live:  # the next one, made while this one is answered
+    if DRILLS[kind_for(choice, seed + 1)].live:  # the next one, made while this one is answered
         ask(kind_for(choice, seed + 1), seed + 1, models or get_models(settings))
-    st.markdown(f"**{KINDS[kind].title}** · seed {seed}")
+    st.markdown(f"**{DRILLS[kind].title}** · seed {seed}")
     st.markdown(drill.question)
     st.caption("Graded " + ("exactly" if not drill.tolerance else f"within ±{drill.tolerance:g}"
                             + (" per number" if drill.form == "list" else "")) + ".")
@@ -133,7 +133,7 @@ if me is None:
 else:
     stats = progress().drill_stats(me)
     if stats:
-        st.table({"drill": [KINDS[k].title if k in KINDS else k for k in stats],
+        st.table({"drill": [DRILLS[k].title if k in DRILLS else k for k in stats],
                   "tried": [n for n, _ in stats.values()], "right": [r for _, r in stats.values()],
                   "rate": [f"{r / n:.0%}" for n, r in stats.values()]})
     else:

@@ -10,7 +10,7 @@ from ui.state import keep, slider
 
 from specviz.drafters import drafter_choices, make_drafter
 from specviz.figures import md_escape
-from specviz.figures.acceptance_rules import block_bars, rules_bars
+from specviz.figures.acceptance_rules import RULES_EXPLAINED, block_bars, rules_bars
 from specviz.figures.policies import policy_bars
 from specviz.figures.precision import margin_chart
 from specviz.figures.timeline import per_token_bars, timeline_chart
@@ -240,25 +240,7 @@ elif needs_run():
             "standard error; tokens per verify pass are one more each), per position below. Estimated over the "
             "sampled drafts, exact over the accept draws.")
         chart(block_bars(live), key="ws_block_rules")
-        st.markdown(
-            "- **Lossless** means the output is distributed exactly as the target alone would sample it. Exact match "
-            "is lossless (what is emitted is always the target's own sample), and so is rejection sampling "
-            "(Leviathan et al. 2023, Appendix A.1). Greedy match is exact for *greedy* decoding only. Typical "
-            "acceptance (Medusa) is not lossless: it accepts any token the target finds plausible enough.\n"
-            "- **Why rejection sampling accepts the most among lossless rules.** A lossless rule pairs the draft's "
-            "token X ~ q with an emitted token Y ~ p and accepts when X = Y. For *any* such pairing "
-            "P(X = Y) = Σₓ P(X = Y = x) ≤ Σₓ min(q(x), p(x)) = 1 − TV(p, q). Rejection sampling reaches that bound; "
-            "exact match pairs them independently, Σ p·q, less term by term (p·q ≤ min(p, q)). Even a perfect draft "
-            "(q = p) is accepted only Σ p² of the time under exact match, always under rejection sampling: the "
-            "self-draft bars are that perfect draft, so read them against 1, not against the token draft's blue bars.\n"
-            "- **Why block verification keeps more, within the same bound.** 1 − TV bounds the *first* draft of "
-            "any lossless rule, block verification's too, and with K = 1 it is rejection sampling. Over a block, "
-            "token-wise verification stops at the first failed test; block verification (Sun et al., ICLR 2025) "
-            "judges the K drafts together: a later draft the target likes more than the draft did can keep an "
-            "earlier one that failed its own test, and the output is still exactly the target's. Sun et al. prove "
-            "it keeps the most drafts in expectation of any lossless rule that sees only these conditional "
-            "probabilities; the gain is modest (their 5–8 % in wall clock) and largest where acceptance is "
-            "middling: at a low temperature the two agree.")
+        st.markdown(RULES_EXPLAINED)
 
 # ---------------------------------------------------------------- item 6: bit-exact vs distribution-lossless
 st.subheader("Bit-exact vs distribution-lossless")

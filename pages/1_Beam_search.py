@@ -1,21 +1,21 @@
 """Beam search step by step, beside greedy on the same prompt."""
 import streamlit as st
 
-from ui.charts import chart, figure
-from ui.replay import controls, get_replay, link, play_interval, play_speed, play_tick
+from ui.views import render
+from ui.stepping import controls, get_replay, link, play_interval, play_speed, play_tick
 from ui.sidebar import encode, get_models, sidebar
 from ui.state import keep, slider
 from ui.learner import count_prediction
-from ui.lesson import export_lesson
+from ui.export import export_lesson
 
 from specviz.engine.beam import beam_steps
-from specviz.labs.compare import beam_vs_greedy, length_penalty_note
-from specviz.lesson import beam_views
-from specviz.figures.beam_tree import LEGEND, beam_tree, by_beam, final_ranking, heading, readable, shown_candidates
+from specviz.views import whole_run
+from specviz.views.beam_search import beam_event
+from specviz.figures.beam_tree import by_beam, shown_candidates
 from specviz.figures import label_plain, md_escape
 from specviz.practice.predict import mark_beam
 from specviz.engine.plain import plain_steps
-from specviz.engine.step import run_steps
+from specviz.engine.loop import run_steps
 
 settings = sidebar()
 st.title("Beam search")
@@ -75,48 +75,15 @@ def view():
     if step is None:
         st.info("Press **Step** to expand the beams one token at a time.")
         return
-    st.markdown(heading(step))
-    hidden = predict and replay.phase == 0
-    chart(figure(beam_tree, replay.events, replay.event, hide_last=hidden), key="beam_tree")
-    if predict:
-        prediction(step)
-        if hidden:
-            return
-    st.caption(LEGEND)
-    if step.beams_after and not replay.at_end:
-        with st.expander(f"Running beams after step {step.step + 1} (cumulative log-prob)", expanded=False):
-            for h in step.beams_after:
-                st.text(f"{h.logprob:8.3f}  {readable(h.text)}")
-    if step.finished:
-        chart(figure(final_ranking, step.finished), key="beam_rank")
-        note = length_penalty_note(step.finished, penalty)
-        if note:
-            st.caption(note)
-    else:
-        st.caption("No finished hypothesis yet.")
-
     g_ids, g_lp = greedy_reference(tuple(ids), max_new, settings.target)
-    st.subheader("Beam vs greedy on the same prompt")
-    g1, g2 = st.columns(2)
-    g1.markdown("**Greedy**")
-    g1.text(models.tokenizer.decode(g_ids, skip_special_tokens=True))
-    g1.metric("Total log-prob", f"{g_lp:.3f}")
-    g2.markdown("**Beam (best finished so far)**")
-    if step.finished:
-        best = step.finished[0]
-        g2.text(models.tokenizer.decode(list(best.tokens), skip_special_tokens=True))
-        same = list(best.tokens) == list(g_ids)  # no arrow for "+0.000": nothing was gained or lost
-        g2.metric("Total log-prob", f"{best.logprob:.3f}", delta="same sequence as greedy" if same else
-                  f"{best.logprob - g_lp:+.3f} vs greedy", delta_color="off" if same else "normal",
-                  delta_arrow="off" if same else "auto")
-        if replay.at_end:
-            st.info(beam_vs_greedy(models.tokenizer, g_ids, g_lp, list(best.tokens), best.logprob, B,
-                                   penalty))
-    else:
-        g2.caption("Step until a hypothesis finishes (EOS or max new tokens).")
+    last = replay.finished and replay.event == len(replay.events) - 1
+    render(beam_event(replay.events, replay.event, models.tokenizer, g_ids, g_lp, B, penalty, last, predict),
+           replay.phase, {"prediction": lambda: prediction(step)})
+
 
 view()
 play_speed("beam")
-export_lesson("bm", "beam", params, [replay], lambda: beam_views(
-    list(replay.events), models.tokenizer, *greedy_reference(tuple(ids), max_new, settings.target), B, penalty),
+export_lesson("bm", "beam", params, [replay], lambda: whole_run(
+    beam_event, list(replay.events), models.tokenizer, *greedy_reference(tuple(ids), max_new, settings.target), B,
+    penalty),
     settings.prompt, dict(beams=B, length_penalty=penalty, max_new_tokens=max_new, top_per_beam=top_n))

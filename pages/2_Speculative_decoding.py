@@ -3,21 +3,21 @@ bonus, cache rollback."""
 import streamlit as st
 
 from ui.learner import count_prediction
-from ui.lesson import export_lesson
+from ui.export import export_lesson
 from ui.charts import chart, figure
-from ui.replay import controls, get_replay, link, play_interval, play_speed, play_tick
+from ui.views import render
+from ui.stepping import controls, get_replay, link, play_interval, play_speed, play_tick
 from ui.sidebar import encode, get_models, sidebar
 from ui.state import bounded, keep, linked, ON_OFF, slider
 
 from specviz.drafters import ALIASES, LABELS, drafter_choices, make_drafter
 from specviz.figures import spec_cycle as F
 from specviz.figures import speedup as S
-from specviz.lesson import speculative_views
-from specviz.metrics import spec_phases, spec_stages, spec_summary
+from specviz.views import whole_run
+from specviz.views.speculative_decoding import spec_phases, spec_stages, speculative_event
 from specviz.practice.predict import mark_cycle, score
 from specviz.sampling import SamplingConfig
 from specviz.engine.speculative import speculative_steps
-from specviz.engine.step import output_pieces, token_text
 
 settings = sidebar()
 st.title("Speculative decoding")
@@ -129,70 +129,16 @@ def view():
     if cycle is None:
         st.info("Press **Step** to watch the draft propose its first token, or **Next cycle** for a whole cycle.")
         return
+    last = replay.finished and replay.event == len(replay.events) - 1
+    event = speculative_event(replay.events, replay.event, models.tokenizer, ids, kind, last, predict)
     stages = spec_stages(cycle)
-    upto = stages[: replay.phase + 1]
-    st.markdown(F.heading(cycle, upto, kind, replay.at_end))
-    if cycle.k:
-        st.markdown(f"**{F.DRAFT_TITLE}** ({F.DRAFT_CAPTION})")
-        shown = upto.count("draft")
-        rows = F.draft_rows(cycle.k)
-        for row in rows:
-            if row.start < shown:
-                columns = st.columns(len(rows[0]), gap="small")  # every row as wide as the first: same-size charts
-                for i in row[: shown - row.start]:
-                    chart(figure(F.draft_proposal, cycle, i), key=f"draft_fig_{i}", container=columns[i - row.start])
-    else:  # the stages keep their numbers: 1 and 3 say there was nothing to do
-        st.markdown(F.NOTHING_DRAFTED)
-    if "verify" in upto:
-        # predicting: the chart gives no verdict away until the verdicts are drawn
-        chart(figure(F.verify_pass, cycle, not (predict and "decide" not in upto)), key="verify_fig")
-    if predict and cycle.k:
-        predictions(cycle, revealed="decide" in upto)
-    if "decide" in upto:
-        chart(figure(F.verdicts, cycle), key="verdict_fig")
-        if F.is_block(cycle):  # what the joint rule kept beside what the token-wise one would have
-            chart(figure(F.block_decision, cycle), key="block_fig")
-            st.caption(F.BLOCK_CAPTION)
-    elif not cycle.k and "resolve" in upto:
-        st.markdown(F.NOTHING_JUDGED)
-    if "resolve" in upto:
-        fig = F.resolution(cycle)
-        if fig is not None:
-            chart(fig, key="resolve_fig")
-        else:
-            st.markdown(F.resolution_text(cycle))
-        note = F.rare_draw_note(cycle)
-        if note:
-            st.info(note)
-    if "cache" in upto:
-        before = [t for c in replay.shown()[:-1] for t in c.emitted]
-        context = list(ids) + before
-        chart(F.cache_strip(cycle, [token_text(models.tokenizer, t) for t in context[-24:]]), key="cache_fig")
-        if kind == "feature":
-            st.caption(F.FEATURE_CACHE)
-    if kind == "feature" and cycle.prefill:
-        st.caption(F.FEATURE_PREFILL)
-
-    done = replay.shown() if "resolve" in upto else replay.shown()[:-1]
-    tok = models.tokenizer
-    out = [(t, o) for c in done for t, o in zip(c.emitted, c.origins)]
-    # decoded as a whole: an emoji's byte tokens decoded one by one would read "��"
-    chips = [(piece, o, t) for piece, (t, o) in zip(output_pieces(tok, [t for t, _ in out]), out)]
-    st.markdown("**Output so far** " + F.chip_legend(), unsafe_allow_html=True)
-    st.markdown(F.token_chips(chips) if chips else "<i>nothing yet</i>", unsafe_allow_html=True)
-    s = spec_summary(done)
-    # the counters add a cycle when its tokens are decided: say so while one is on screen half-way
-    st.caption(F.totals_caption(len(done), len(replay.shown()), cycle))
-    for column, (name, value, about) in zip(st.columns(6), F.summary_metrics(s)):
-        column.metric(name, value, help=about)
-    if F.positions_caption(s):
-        st.caption(F.positions_caption(s))
+    render(event, replay.phase, {"predictions": lambda: predictions(cycle, "decide" in stages[: replay.phase + 1])})
 
 
 view()
 play_speed("spec")
-export_lesson("sp", "speculative", params, [replay], lambda: speculative_views(
-    list(replay.events), models.tokenizer, ids, kind), settings.prompt,
+export_lesson("sp", "speculative", params, [replay], lambda: whole_run(
+    speculative_event, list(replay.events), models.tokenizer, ids, kind), settings.prompt,
     dict(drafter=kind, K=k, verification=mode, max_new_tokens=max_new, dynamic_K=dynamic,
          **(dict(temperature=temperature, top_p=top_p, seed=int(seed)) if sampling else {})))
 # Outside the cycle's fragment: drawn when the page opens (the browser loads its chart library while the learner

@@ -5,12 +5,14 @@ from ui.charts import chart
 from ui.sidebar import encode, get_models, sidebar
 from ui.state import keep, slider
 
-from specviz.labs.compare import estimate_note, load_bench, packing_note
+from specviz.labs.committed import load_bench
+from specviz.figures.speedup import estimate_note, packing_note
 from specviz.drafters import drafter_choices, make_drafter
 from specviz.figures import speedup as F
 from specviz.figures.breakdown import breakdown_waterfall
 from specviz.labs.measure import speculative_vs_plain, verify_cost_profile
-from specviz.theory import best_k, best_k_from_positions, expected_tokens, speculation_pays, walltime_improvement
+from specviz.theory import (best_k, best_k_from_positions, expected_tokens, speculation_pays, v_model,
+                            walltime_improvement)
 
 settings = sidebar()
 bench = load_bench()  # the committed benchmark: its figures are quoted from its JSON, with its date
@@ -88,10 +90,8 @@ points = ([(measured["k"], measured["speedup"], f"measured {measured['speedup']:
                                                 f"c = {measured['c']:.3f})")] if measured else None)
 through = None
 if measured and st.session_state.get("sl_through"):
-    mv, mk_ = measured["v"], measured["k"]
     # v(K) through the measured point: the isolated profile's shape when it exists, else linear in K
-    through = (measured["a"], measured["c"],
-               (lambda kk: mv * v_of_k(kk) / v_of_k(mk_)) if v_of_k else (lambda kk: 1 + (mv - 1) * kk / mk_))
+    through = (measured["a"], measured["c"], v_model(v_of_k, (measured["k"], measured["v"])))
 chart(container=right, fig=F.improvement(a, c, v_of_k, measured=points, through=through), key="sl_improve")
 if measured:
     u1, u2 = st.columns([1, 2])
@@ -163,7 +163,7 @@ if measured:
         rates.append(x)
     if rates:
         # v(K): measured per K when the toggle above timed it, else the run's own v scaled linearly in K
-        v_fn = v_of_k if v_of_k else (lambda kk, mv=r["v"], mk_=r["k"]: 1 + (mv - 1) * kk / mk_)
+        v_fn = v_model(v_of_k, None if v_of_k else (r["k"], r["v"]))
         kp, gain = best_k_from_positions(rates, r["c"], v_fn)
         iid = best_k(r["a"], r["c"], v_fn(r["k"]), k_max=len(rates))
         st.markdown(

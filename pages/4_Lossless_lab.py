@@ -9,11 +9,9 @@ from ui.state import bounded, kept, slider
 from specviz.drafters import make_drafter
 from specviz.figures import md_escape
 from specviz.figures import lossless as F
-from specviz.labs.lossless import (detection_power, family_verdict, first_token_distributions, output_distribution,
-                                   simulate, table_problem)
+from specviz.labs.lossless import family_verdict, first_token_distributions, mistake_power, table_problem, toy
 from specviz.labs.measure import first_positions, per_position_tests
 from specviz.sampling import SamplingConfig
-from specviz.verify import residual
 
 
 settings = sidebar()
@@ -37,39 +35,29 @@ problem = table_problem(pd.to_numeric(table["p"], errors="coerce").tolist(),
 if problem:
     st.warning(problem)
 else:
-    import torch
-    p = torch.tensor(table["p"].astype(float).tolist(), dtype=torch.float64)
-    q = torch.tensor(table["q"].astype(float).tolist(), dtype=torch.float64)
-    sums = float(p.sum()), float(q.sum())
-    p, q = p / p.sum(), q / q.sum()
-    if abs(sums[0] - 1) > 1e-6 or abs(sums[1] - 1) > 1e-6:
-        st.info(f"The table's p sums to {sums[0]:.3f} and q to {sums[1]:.3f}: each is **divided by its total** "
+    t = toy(table["p"].astype(float).tolist(), table["q"].astype(float).tolist(), N, seed=0)
+    if abs(t.sums[0] - 1) > 1e-6 or abs(t.sums[1] - 1) > 1e-6:
+        st.info(f"The table's p sums to {t.sums[0]:.3f} and q to {t.sums[1]:.3f}: each is **divided by its total** "
                 "before use, so the chart draws the renormalised values (" + ", ".join(
-                    f"{md_escape(str(t))}: p {float(pp):.3f}, q {float(qq):.3f}"
-                    for t, pp, qq in zip(table["token"], p, q)) + ").")
-    exact = output_distribution(p, q)
-    counts = simulate(p, q, N, seed=0)
-    names = [str(t) for t in table["token"]]
-    overlap = torch.minimum(p, q)
-    resid, _ = residual(p, q)
-    chart(F.pieces(names, p.tolist(), q.tolist(), overlap.tolist(), resid.tolist(), exact.tolist(),
-                             (counts / counts.sum()).tolist()), key="ll_pieces")
-    st.markdown(f"Accepted mass Σ min(p, q) = **{float(overlap.sum()):.3f}**; rejected mass = "
-                f"**{1 - float(overlap.sum()):.3f}**, spent on the residual. Exact output vs p: largest difference "
-                f"**{float((exact - p).abs().max()):.1e}**. Simulated ({N:,} steps) vs p: total variation "
-                f"**{0.5 * float((counts / counts.sum() - p).abs().sum()):.4f}** (shrinks like 1/√N).")
+                    f"{md_escape(str(name))}: p {float(pp):.3f}, q {float(qq):.3f}"
+                    for name, pp, qq in zip(table["token"], t.p, t.q)) + ").")
+    names = [str(name) for name in table["token"]]
+    chart(F.pieces(names, t.p.tolist(), t.q.tolist(), t.overlap.tolist(), t.residual.tolist(), t.exact.tolist(),
+                   (t.counts / t.counts.sum()).tolist()), key="ll_pieces")
+    st.markdown(f"Accepted mass Σ min(p, q) = **{t.accepted_mass:.3f}**; rejected mass = "
+                f"**{1 - t.accepted_mass:.3f}**, spent on the residual. Exact output vs p: largest difference "
+                f"**{t.exact_error:.1e}**. Simulated ({N:,} steps) vs p: total variation "
+                f"**{t.simulated_tv:.4f}** (shrinks like 1/√N).")
 
     st.subheader("The common mistakes, computed")
     m1, m2 = st.columns(2)
-    wrong_p = output_distribution(p, q, "resample_p")
-    chart(container=m1, fig=F.mistake(names, p.tolist(), wrong_p.tolist(), "On rejection, resample from p (wrong)"),
-                    key="ll_wrong_p")
-    m1.caption(f"Total variation from p: {0.5 * float((wrong_p - p).abs().sum()):.3f}. Tokens the draft over-"
+    chart(container=m1, fig=F.mistake(names, t.p.tolist(), t.wrong["resample_p"].tolist(),
+                                      "On rejection, resample from p (wrong)"), key="ll_wrong_p")
+    m1.caption(f"Total variation from p: {t.tv('resample_p'):.3f}. Tokens the draft over-"
                "proposes keep their accepted mass *and* get p's share again.")
-    wrong_g = output_distribution(p, q, "greedy_draft")
-    chart(container=m2, fig=F.mistake(names, p.tolist(), wrong_g.tolist(),
-                              "Greedy draft (argmax q) with the sampling verifier (wrong)"), key="ll_wrong_g")
-    m2.caption(f"Total variation from p: {0.5 * float((wrong_g - p).abs().sum()):.3f}. The verifier must use the "
+    chart(container=m2, fig=F.mistake(names, t.p.tolist(), t.wrong["greedy_draft"].tolist(),
+                                      "Greedy draft (argmax q) with the sampling verifier (wrong)"), key="ll_wrong_g")
+    m2.caption(f"Total variation from p: {t.tv('greedy_draft'):.3f}. The verifier must use the "
                "distribution the token was actually drawn from; a greedy draft's is one-hot. (Greedy *verification* "
                "works with any drafter.)")
 
@@ -98,9 +86,7 @@ if st.session_state.get("ll_pq", (None,))[0] != pq_key:  # one target and one dr
     st.session_state["ll_pq"] = (pq_key, first_token_distributions(
         models.target, make_drafter(kind, models, early_exit_layers=4), ids, cfg))
 p1, q1 = st.session_state["ll_pq"][1]
-# each mistake's output distribution once (a pass over the whole vocabulary, ~60 ms), not once per sample count
-wrong = {mistake: output_distribution(p1, q1, mistake) for mistake in ("resample_p", "greedy_draft")}
-power = {mistake: [detection_power(p1, w, m, positions) for m in SAMPLES] for mistake, w in wrong.items()}
+power = mistake_power(p1, q1, SAMPLES, positions)
 st.caption(
     f"**What this test can see** (calculated from token 1's exact p and q on this prompt; {positions} test"
     f"{'s' if positions > 1 else ''} at 0.05 / {positions}): the chance it rejects a sampler that resamples from p "

@@ -5,23 +5,24 @@ import time
 
 import streamlit as st
 
-from ui.charts import chart, figure
-from ui.replay import controls, get_replay, link, play_interval, play_speed, play_tick
+from ui.charts import chart
+from ui.views import render
+from ui.stepping import controls, get_replay, link, play_interval, play_speed, play_tick
 from ui.sidebar import encode, get_models, sidebar
 from ui.state import keep, linked, ON_OFF, slider
 from ui.learner import count_prediction
-from ui.lesson import export_lesson
+from ui.export import export_lesson
 from ui.measured import on_button
 
 from specviz.drafters import make_drafter
 from specviz.errors import SpecVizError
 from specviz.figures import md_escape
-from specviz.figures import tree as T
-from specviz.lesson import tree_views
-from specviz.figures.tree import (break_even_figure, chain_vs_tree_figure, fit_figure, mask_figure, sized_tree_figure,
-                                  tree_figure, verify_cost_figure)
+from specviz.views import whole_run
+from specviz.views.tree_speculation import tree_event
+from specviz.figures.tree import (break_even_figure, chain_vs_tree_figure, fit_figure, sized_tree_figure,
+                                  verify_cost_figure)
 from specviz.sampling import SamplingConfig
-from specviz.engine.step import token_text
+from specviz.tokens import token_text
 from specviz.engine.tree import tree_speculative_steps
 from specviz.labs.tree_sizing import size_and_measure
 from specviz.labs.tree_compare import (break_even, chain_vs_tree, comparison, finding, tree_benchmark, tree_faster,
@@ -162,32 +163,15 @@ def view():
     if cycle is None:
         st.info("Press **Step** to draft the first tree and verify it.")
         return
-    done = replay.shown()
-    context = list(ids) + [t for c in done[:-1] for t in c.emitted]
-    if predict and replay.phase == 0 and cycle.nodes:  # the heading would give the answer away
-        st.markdown(f"**Cycle {cycle.cycle + 1}** · {len(cycle.nodes)} nodes drafted · your prediction first")
-    else:
-        st.markdown(T.heading(cycle, replay.at_end))
-    hidden = predict and replay.phase == 0 and bool(cycle.nodes)
-    if cycle.nodes:
-        chart(figure(tree_figure, cycle, token_text(models.tokenizer, context[-1]), hidden), key="tree_fig")
-        if predict:
-            prediction(cycle)
-            if hidden:
-                return
-        chart(figure(mask_figure, cycle), key="mask_fig")
-    else:  # the engine drafts no path past Max new tokens: with one token left there is nothing to draft
-        st.caption(T.no_tree_caption(max_new))
-    st.caption(T.cache_caption(cycle))
-    for column, (name, value, about) in zip(st.columns(4), T.metrics(done)):
-        column.metric(name, value, help=about)
-    st.caption(T.legend_caption(cycle, typical))
+    last = replay.finished and replay.event == len(replay.events) - 1
+    render(tree_event(replay.events, replay.event, models.tokenizer, ids, max_new, typical, last, predict),
+           replay.phase, {"prediction": lambda: prediction(cycle)})
 
 
 view()
 play_speed("tree")
-export_lesson("tr", "tree", params, [replay], lambda: tree_views(list(replay.events), models.tokenizer, ids, max_new,
-                                                                  typical), settings.prompt,
+export_lesson("tr", "tree", params, [replay], lambda: whole_run(
+    tree_event, list(replay.events), models.tokenizer, ids, max_new, typical), settings.prompt,
               dict(drafter=choice, budget=budget, depth=depth, verification=mode, max_new_tokens=max_new,
                    **(dict(epsilon=epsilon, delta=delta) if typical else {})))
 

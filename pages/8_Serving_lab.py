@@ -7,6 +7,7 @@ from ui.sidebar import get_models, sidebar
 from ui.state import keep, kept, slider
 
 from specviz.labs import batched as BT
+from specviz import roofline as R
 from specviz.labs import serving as S
 from specviz.figures import serving as F
 
@@ -22,7 +23,7 @@ st.caption("One request at a time is not how models are served. Here: how much m
 models = get_models(settings)
 target_name = settings.target or "SmolLM2-135M"  # the pair in use (the sidebar's Models), else the embedded one
 embedded = S.shape_of(models.target, f"this app's target ({target_name})")
-shapes = [embedded] + S.KNOWN_SHAPES
+shapes = [embedded] + R.KNOWN_SHAPES
 if models.draft is not None:
     layers = models.draft.config.num_hidden_layers
     shapes.append(S.shape_of(models.draft,
@@ -53,22 +54,22 @@ prompt = d1.slider("Prompt tokens (shared by the beams of a request)", 0, contex
 share = d2.toggle("Share the prompt's KV across beams (prefix sharing / copy-on-write)", key=kept("sv_share", True))
 kv_col, w_col = f"KV at batch {batch} × {context}, {dtype.split()[0]} (GiB)", f"weights, {wdtype.split()[0]} (GiB)"
 rows = [{"model": s.name, "layers": s.layers, "KV heads": s.kv_heads, "head dim": s.head_dim,
-         "KV per token (KiB)": S.kv_bytes_per_token(s, bytes_per_value) / 1024,
-         kv_col: S.kv_cache_bytes(s, batch, context, bytes_per_value, beams, prompt, share) / S.GIB,
-         w_col: s.params * weight_bytes / S.GIB, "source": s.source} for s in shapes]
+         "KV per token (KiB)": R.kv_bytes_per_token(s, bytes_per_value) / 1024,
+         kv_col: R.kv_cache_bytes(s, batch, context, bytes_per_value, beams, prompt, share) / R.GIB,
+         w_col: s.params * weight_bytes / R.GIB, "source": s.source} for s in shapes]
 # a static table: it wraps the long "source" notes instead of cutting them in a scrolling grid
 st.table(pd.DataFrame(rows).style.format({"KV per token (KiB)": "{:.2f}", w_col: "{:.2f}", kv_col: "{:.2f}"})
          .hide(axis="index"))
-chart(F.kv_memory(S.KNOWN_SHAPES[:2] + [embedded], batch, [512 * 2 ** i for i in range(9)], bytes_per_value,
-                            beams, prompt, share, budget_gib=80e9 / S.GIB), key="sv_kv")
-big = S.KNOWN_SHAPES[1]
-big_weights, big_kv = big.params * 2, S.kv_cache_bytes(big, 1, 32768, 2)
+chart(F.kv_memory(R.KNOWN_SHAPES[:2] + [embedded], batch, [512 * 2 ** i for i in range(9)], bytes_per_value,
+                            beams, prompt, share, budget_gib=80e9 / R.GIB), key="sv_kv")
+big = R.KNOWN_SHAPES[1]
+big_weights, big_kv = big.params * 2, R.kv_cache_bytes(big, 1, 32768, 2)
 st.markdown(
-    f"A {big.name} model keeps **{S.kv_bytes_per_token(big, 2) / 1024:.0f} KiB per token** in bf16 "
+    f"A {big.name} model keeps **{R.kv_bytes_per_token(big, 2) / 1024:.0f} KiB per token** in bf16 "
     f"(2 · {big.layers} · {big.kv_heads} · {big.head_dim} · 2 B): one 32k-token request holds "
-    f"**{big_kv / S.GIB:.0f} GiB**. Its weights alone, {big_weights / S.GIB:.0f} GiB in bf16, are more than one "
-    f"80 GB GPU holds ({80e9 / S.GIB:.1f} GiB): they need at least **{S.gpus_for(big_weights)} GPUs** before any "
-    f"KV cache, and with one such request beside them still {S.gpus_for(big_weights + big_kv)} — hence tensor "
+    f"**{big_kv / R.GIB:.0f} GiB**. Its weights alone, {big_weights / R.GIB:.0f} GiB in bf16, are more than one "
+    f"80 GB GPU holds ({80e9 / R.GIB:.1f} GiB): they need at least **{R.gpus_for(big_weights)} GPUs** before any "
+    f"KV cache, and with one such request beside them still {R.gpus_for(big_weights + big_kv)} — hence tensor "
     "parallelism (the weights and the KV heads split across GPUs), fp8 weights and KV, and grouped-query attention "
     "(8 KV heads for 64 query heads: 8× less KV than multi-head attention). Beam search multiplies the generated "
     "tokens' KV by B; with prefix sharing the prompt is held once. The draft keeps a KV cache of its own too "
@@ -82,7 +83,7 @@ if st.button("Measure this CPU (bandwidth and matmul throughput, a few seconds)"
     with st.spinner("measuring…"):
         st.session_state["sv_cpu"] = (S.measure_bandwidth(), S.measure_matmul_flops())
 cpu = st.session_state.get("sv_cpu")
-devices = [S.H100_SXM] + ([S.this_cpu(*cpu)] if cpu else [])
+devices = [R.H100_SXM] + ([S.this_cpu(*cpu)] if cpu else [])
 r1, r2 = st.columns([1, 2])
 by_name = {s.name: s for s in shapes[1:3] + shapes[:1]}
 if st.session_state.get("sv_shape", st.session_state.get("_keep_sv_shape")) not in by_name:
@@ -94,9 +95,9 @@ batches = [1, 2, 4, 8, 16, 32, 64, 128, 256]
 chart(container=r2, fig=F.roofline(devices, shape, batches, k, 2), key="sv_roof")
 for d in devices:
     r1.markdown(f"**{d.name}** ({d.bandwidth / 1e9:.0f} GB/s, {d.flops / 1e9:,.0f} GFLOP/s; {d.source}): the linear "
-                f"layers of a decode step become compute-bound at batch **{S.compute_bound_batch(d, 1)}**, those of a "
-                f"verify of K+1 = {k + 1} tokens at batch **{S.compute_bound_batch(d, k + 1)}** (calculated, bf16 "
-                f"weights). Attention stays at {S.attention_intensity(shape, 1):.0f} FLOP/byte for decode whatever the "
+                f"layers of a decode step become compute-bound at batch **{R.compute_bound_batch(d, 1)}**, those of a "
+                f"verify of K+1 = {k + 1} tokens at batch **{R.compute_bound_batch(d, k + 1)}** (calculated, bf16 "
+                f"weights). Attention stays at {R.attention_intensity(shape, 1):.0f} FLOP/byte for decode whatever the "
                 "batch: memory-bound.")
 if cpu:
     r1.caption("This CPU's figures are measured while the app and anything else on the machine run: on a busy "
@@ -124,9 +125,9 @@ if s1.button("Measure v(B) and c(B) here (target and token draft, B = 1…16)", 
                                                         progress=lambda f, m: bar.progress(f, text=m))
 grid = st.session_state.get("sv_grid_result")
 gpu_batches = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048]
-calc = {"name": f"calculated: {S.KNOWN_SHAPES[0].name} on {S.H100_SXM.name}, {ctx} ctx, c = {c_gpu}",
+calc = {"name": f"calculated: {R.KNOWN_SHAPES[0].name} on {R.H100_SXM.name}, {ctx} ctx, c = {c_gpu}",
         "batches": gpu_batches,
-        "speedups": S.roofline_speedups(S.KNOWN_SHAPES[0], S.H100_SXM, a, k, c_gpu, gpu_batches, ctx)}
+        "speedups": R.roofline_speedups(R.KNOWN_SHAPES[0], R.H100_SXM, a, k, c_gpu, gpu_batches, ctx)}
 if s1.button("Run batched speculative greedy (B = 1, 4, 16)", key="sv_batched_run", disabled=models.draft is None,
              help="Batched greedy, then batched speculative greedy with the token draft (K = 4, 64 new tokens) on the "
                   "benchmark prompts, and the forward-cost grid at the same K: the longest measurement on this page."):
@@ -197,8 +198,8 @@ if measured:
         + (": on two CPU cores the B·(K+1) rows of a verify are compute-bound already at small B, and the nearly free "
            "verification speculation relies on fades as the batch grows" if grows else
            ": in this run it did not grow with the batch") +
-        f"; on the {S.H100_SXM.name} the linear layers of such a verify stay memory-bound up to B ≈ "
-        f"{S.compute_bound_batch(S.H100_SXM, measured['k'] + 1)} (calculated, section 2). At B = 1 nothing is ragged "
+        f"; on the {R.H100_SXM.name} the linear layers of such a verify stay memory-bound up to B ≈ "
+        f"{R.compute_bound_batch(R.H100_SXM, measured['k'] + 1)} (calculated, section 2). At B = 1 nothing is ragged "
         "and the measured speedup is the single-sequence one. Timings are wall-clock on a shared machine: noisy, the "
         "grid (a handful of forwards per cell) most of all.")
 

@@ -2,16 +2,15 @@
 candidates verified in the same pass, and plain Jacobi iteration beside it."""
 import streamlit as st
 
-from ui.charts import chart, figure
-from ui.replay import controls, get_replay, link, play_interval, play_speed, play_tick
+from ui.views import render
+from ui.stepping import controls, get_replay, link, play_interval, play_speed, play_tick
 from ui.sidebar import encode, get_models, sidebar
 from ui.state import slider
-from ui.lesson import export_lesson
+from ui.export import export_lesson
 
-from specviz.figures import lookahead as L
-from specviz.figures.lookahead import candidates_figure, jacobi_figure, mask_figure, progress_figure, window_figure
 from specviz.engine.lookahead import jacobi_steps, lookahead_steps
-from specviz.lesson import lookahead_views
+from specviz.views import whole_run
+from specviz.views.lookahead_decoding import lookahead_event
 
 settings = sidebar()
 st.title("Lookahead decoding")
@@ -46,28 +45,13 @@ def view():
     if step is None:
         st.info("Press **Step** to run the first target pass (the window starts as tokens picked from the prompt).")
         return
-    done = replay.shown()
-    jacobi.seek(step.step)  # plain Jacobi after the same number of target passes
-    jac = jacobi.current()
-    st.markdown(L.heading(step, replay.at_end))
-    # full width: at W = 10 a half-width column leaves no room for the cells' text
-    chart(figure(window_figure, step), key="la_window_fig")
-    chart(figure(candidates_figure, step), key="la_cand_fig")
-    st.caption(L.cache_caption(step))
-    for column, (name, value, about) in zip(st.columns(4), L.metrics(done, jacobi.shown())):
-        column.metric(name, value, help=about)
-    if jac is not None:
-        chart(figure(jacobi_figure, jac), key="la_jacobi_fig")
-        st.caption(L.JACOBI_CAPTION)
-    chart(progress_figure(done, jacobi.shown()), key="la_progress")
-    with st.expander("The attention mask of this pass"):
-        chart(figure(mask_figure, step), key="la_mask_fig")
-        st.caption(L.MASK_CAPTION)
-    st.caption(L.CPU_CAPTION)
+    jacobi.seek(step.step)  # plain Jacobi after the same number of target passes (recorded that far)
+    last = replay.finished and replay.event == len(replay.events) - 1
+    render(lookahead_event(replay.events, replay.event, jacobi.events, last), replay.phase)
 
 
 view()
 play_speed("lookahead")
-export_lesson("la", "lookahead", params, [replay, jacobi], lambda: lookahead_views(list(replay.events),
-                                                                                   list(jacobi.events)),
+export_lesson("la", "lookahead", params, [replay, jacobi], lambda: whole_run(
+    lookahead_event, list(replay.events), list(jacobi.events)),
               settings.prompt, dict(window=window, ngram=ngram, guesses=guesses, max_new_tokens=max_new))

@@ -270,11 +270,16 @@ def export(a) -> int:
     from specviz.engine.lookahead import jacobi_steps, lookahead_steps
     from specviz.engine.plain import plain_steps
     from specviz.engine.speculative import speculative_steps
-    from specviz.engine.step import run_steps
+    from specviz.engine.loop import run_steps
     from specviz.engine.tree import tree_speculative_steps
     from specviz.models import load_models
     from specviz.prompting import context_size, encode_prompt
     from specviz.sampling import SamplingConfig
+    from specviz.views import whole_run
+    from specviz.views.beam_search import beam_event
+    from specviz.views.lookahead_decoding import lookahead_event
+    from specviz.views.speculative_decoding import speculative_event
+    from specviz.views.tree_speculation import tree_event
 
     cfg = SamplingConfig(a.temperature, 0, a.top_p if a.temperature else 1.0, a.seed).validate()
     models = load_models()
@@ -284,13 +289,13 @@ def export(a) -> int:
     if a.method == "beam":
         steps, _ = run_steps(beam_steps(model, tok, ids, a.num_beams, n, a.length_penalty, a.top))
         greedy = run_steps(plain_steps(model, tok, ids, n))[1]
-        views = lesson.beam_views(steps, tok, greedy.token_ids, greedy.logprob, a.num_beams, a.length_penalty)
+        views = whole_run(beam_event, steps, tok, greedy.token_ids, greedy.logprob, a.num_beams, a.length_penalty)
         settings = dict(beams=a.num_beams, length_penalty=a.length_penalty, max_new_tokens=n, top_per_beam=a.top)
     elif a.method == "speculative":
         kind = a.drafter or next(iter(drafter_choices(models).values()))
         drafter = make_drafter(kind, models, early_exit_layers=a.early_exit_layers)
         steps, _ = run_steps(speculative_steps(model, drafter, tok, ids, n, a.k, cfg, a.dynamic_k, k_max=16))
-        views = lesson.speculative_views(steps, tok, ids, kind)
+        views = whole_run(speculative_event, steps, tok, ids, kind)
         settings = dict(drafter=kind, K=a.k, verification=verification, max_new_tokens=n, dynamic_K=a.dynamic_k,
                         **(dict(top_p=a.top_p, seed=a.seed) if a.temperature else {}))
     elif a.method == "tree":
@@ -299,13 +304,13 @@ def export(a) -> int:
         typical = parse_typical(a.typical) if a.typical is not None else None
         steps, _ = run_steps(tree_speculative_steps(model, drafter, tok, ids, n, budget=a.tree_budget,
                                                     depth=a.tree_depth, cfg=cfg, typical=typical))
-        views = lesson.tree_views(steps, tok, ids, n, typical)
+        views = whole_run(tree_event, steps, tok, ids, n, typical)
         settings = dict(drafter=a.tree, budget=a.tree_budget, depth=a.tree_depth, verification=verification,
                         max_new_tokens=n, **(dict(typical=a.typical) if typical else {}))
     else:
         steps, _ = run_steps(lookahead_steps(model, tok, ids, n, a.window, a.ngram, a.guesses))
         jacobi, _ = run_steps(jacobi_steps(model, tok, ids, n, a.window))
-        views = lesson.lookahead_views(steps, jacobi)
+        views = whole_run(lookahead_event, steps, jacobi)
         settings = dict(window=a.window, ngram=a.ngram, guesses=a.guesses, max_new_tokens=n)
     page = lesson.lesson_page(a.method, views, a.prompt, settings)
     try:
@@ -319,9 +324,9 @@ def export(a) -> int:
 
 
 def where(a) -> int:
-    """python -m specviz where: the Where the speedup goes page's figures (specviz/labs/where.py)."""
+    """python -m specviz where: the Where the speedup goes page's figures (specviz/labs/speedup_report.py)."""
     asked = _where_parts(a)  # before torch loads: bad input answers at once
-    from specviz.labs import where as W
+    from specviz.labs import speedup_report as W
 
     out = W.run(a, asked)
     print(json.dumps(out) if a.json else W.text(out))
@@ -330,17 +335,17 @@ def where(a) -> int:
 
 def drill(a) -> int:
     """python -m specviz drill: --list, or one drill as {kind, question, given, answer, tolerance, solution}."""
-    from specviz.practice.drills import KINDS, grade, make
+    from specviz.practice.drills import DRILLS, grade, make
 
     if a.list:
-        kinds = [dict(kind=k.name, title=k.title, live=k.live, page=k.page) for k in KINDS.values()]
+        kinds = [dict(kind=k.name, title=k.title, live=k.live, page=k.page) for k in DRILLS.values()]
         print(json.dumps(kinds) if a.json else "\n".join(f"{k['kind']:20} {k['title']}" + (" (live model)" if k["live"]
                                                                                             else "") for k in kinds))
         return 0
     if not a.kind:
         raise SpecVizError("drill needs --kind KIND (see --list) or --list.")
     models = None
-    if a.kind in KINDS and KINDS[a.kind].live:
+    if a.kind in DRILLS and DRILLS[a.kind].live:
         from specviz.models import load_models
         models = load_models()
     d = make(a.kind, a.seed, models)
@@ -468,7 +473,7 @@ def decode(a) -> dict:
     from specviz.prompting import context_size, encode_prompt
     from specviz.sampling import SamplingConfig
     from specviz.engine.speculative import speculative_steps
-    from specviz.engine.step import run_steps
+    from specviz.engine.loop import run_steps
     from specviz.engine.tree import tree_speculative_steps
 
     _check(a)

@@ -33,7 +33,7 @@ from specviz.packed import PackedLinear
 from specviz.prompting import prompt_ids
 from specviz.sampling import SamplingConfig
 from specviz.engine.speculative import speculative_steps
-from specviz.engine.step import run_steps
+from specviz.engine.loop import run_steps
 from specviz.theory import (DONT_SPECULATE, best_k_from_positions, expected_tokens, speedup_breakdown,
                             walltime_improvement)
 from specviz.engine.tree import tree_speculative_steps

@@ -1,8 +1,8 @@
 """A lesson anyone can open (issue 40): a recorded run of any step page (Beam search, Speculative decoding, Tree
 speculation, Lookahead decoding) as ONE self-contained HTML file that steps through offline — no Python, no install,
-no network. One function per method turns the run's trace into its views (one per event: its phases' titles and the
-parts each phase shows); the charts are the page's own figure builders' output (as the page hands them to the
-browser) and the sentences the page's own (specviz.figures.*: heading, captions, metrics). One player (TEMPLATE):
+no network. It draws the page's own Events (specviz.views: one function per step page turns the trace into the
+items each phase shows), so the charts are the page's figure builders' output (as the page hands them to the
+browser) and the sentences the page's own, with nothing written twice. One player (TEMPLATE):
 Plotly's JavaScript and the run's data inlined, gzip-compressed and base64-encoded (the browser inflates them with
 DecompressionStream), so a 64-token run stays a few MB.
 
@@ -19,14 +19,8 @@ import re
 import plotly
 from plotly.utils import PlotlyJSONEncoder
 
-from specviz.engine.step import output_pieces, token_text
 from specviz.figures import for_browser
-from specviz.figures import lookahead as L
-from specviz.figures import spec_cycle as F
-from specviz.figures import tree as T
-from specviz.figures.beam_tree import LEGEND, beam_tree, final_ranking, heading, readable
-from specviz.labs.compare import beam_vs_greedy, length_penalty_note
-from specviz.metrics import spec_stages, spec_summary
+from specviz.views import Event
 
 PLOTLY_JS = pathlib.Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 METHODS = {  # the page each method's lesson comes from: its title and the line under it
@@ -105,146 +99,39 @@ class Pool:
         return self.index[key]
 
 
-# ---------------------------------------------------------------- one function per method: trace -> views
-def speculative_views(cycles, tokenizer, prompt_ids: list[int], kind: str) -> list[View]:
-    """The Speculative page, cycle by cycle and stage by stage (draft 1..K, verify, decide, resolve, cache)."""
-    pool = Pool()
-    views, context = [], list(prompt_ids)
-    chips = ["<i>nothing yet</i>"]
-    for n, c in enumerate(cycles):
-        stages = spec_stages(c)
-        v = View(pool, [F.heading(c, stages[: p + 1], kind, n == len(cycles) - 1
-                                  and p == len(stages) - 1) for p in range(len(stages))])
-        if c.k:
-            v.text(f"**{F.DRAFT_TITLE}** ({F.DRAFT_CAPTION})")
-            rows = F.draft_rows(c.k)
-            for r, row in enumerate(rows):
-                for i in row:
-                    v.fig(F.draft_proposal(c, i), at=i, group=f"draft{r}", cols=len(rows[0]))
-        else:
-            v.text(F.NOTHING_DRAFTED)
-        at = stages.index
-        v.fig(F.verify_pass(c), at=at("verify"))
-        if c.k:
-            v.fig(F.verdicts(c), at=at("decide"))
-        else:
-            v.text(F.NOTHING_JUDGED, at=at("resolve"))
-        resolution = F.resolution(c)
-        if resolution is not None:
-            v.fig(resolution, at=at("resolve"))
-        else:
-            v.text(F.resolution_text(c), at=at("resolve"))
-        if F.rare_draw_note(c):
-            v.text(F.rare_draw_note(c), at=at("resolve"), style="info")
-        v.fig(F.cache_strip(c, [token_text(tokenizer, t) for t in context[-24:]]), at=at("cache"))
-        if kind == "feature":
-            v.text(F.FEATURE_CACHE, at=at("cache"), style="caption")
-        if kind == "feature" and c.prefill:
-            v.text(F.FEATURE_PREFILL, style="caption")
-        context += list(c.emitted)
-        out = [(t, o) for d in cycles[: n + 1] for t, o in zip(d.emitted, d.origins)]
-        # decoded as a whole, as on the page: an emoji's byte tokens one by one would read "��"
-        now = F.token_chips([(p, o, t) for p, (t, o) in zip(output_pieces(tokenizer, [t for t, _ in out]), out)])
-        v.html("<b>Output so far</b> " + F.chip_legend())
-        for done, shown, since, until in ((cycles[:n], chips[-1], 0, at("resolve")),
-                                          (cycles[: n + 1], now, at("resolve"), None)):
-            s = spec_summary(done)
-            v.html(shown, since, until)
-            v.text(F.totals_caption(len(done), n + 1, c), since, until, style="caption")
-            v.metrics(F.summary_metrics(s), since, until)
-            if F.positions_caption(s):
-                v.text(F.positions_caption(s), since, until, style="caption")
-        chips.append(now)
-        views.append(v)
-    return views
-
-
-def beam_views(steps, tokenizer, greedy_ids: list[int], greedy_logprob: float, beams: int,
-               penalty: float) -> list[View]:
-    """The Beam search page, step by step: the tree, the finished ranking, beam beside greedy."""
-    pool = Pool()
-    views, greedy_text = [], tokenizer.decode(list(greedy_ids), skip_special_tokens=True)
-    for i, step in enumerate(steps):
-        last = i == len(steps) - 1
-        v = View(pool, [heading(step)])
-        v.fig(beam_tree(steps, i))
-        v.text(LEGEND, style="caption")
-        if step.beams_after and not last:
-            v.html(f"<details><summary>Running beams after step {step.step + 1} (cumulative log-prob)</summary><pre>"
-                   + html.escape("\n".join(f"{h.logprob:8.3f}  {readable(h.text)}" for h in step.beams_after))
-                   + "</pre></details>")
-        if step.finished:
-            v.fig(final_ranking(step.finished))
-            if length_penalty_note(step.finished, penalty):
-                v.text(length_penalty_note(step.finished, penalty), style="caption")
-        else:
-            v.text("No finished hypothesis yet.", style="caption")
-        v.html("<h3>Beam vs greedy on the same prompt</h3>")
-        v.html(f"<b>Greedy</b><pre>{html.escape(greedy_text)}</pre>")
-        v.metrics([("Total log-prob", f"{greedy_logprob:.3f}", None)])
-        v.html("<b>Beam (best finished so far)</b>")
-        if step.finished:
-            best = step.finished[0]
-            v.html(f"<pre>{html.escape(tokenizer.decode(list(best.tokens), skip_special_tokens=True))}</pre>")
-            same = list(best.tokens) == list(greedy_ids)
-            v.metrics([("Total log-prob", f"{best.logprob:.3f}", None, "same sequence as greedy" if same else
-                        f"{best.logprob - greedy_logprob:+.3f} vs greedy")])
-        else:
-            v.text("Step until a hypothesis finishes (EOS or max new tokens).", style="caption")
-        if step.finished and last:
-            v.text(beam_vs_greedy(tokenizer, greedy_ids, greedy_logprob, list(step.finished[0].tokens),
-                                  step.finished[0].logprob, beams, penalty), style="info")
-        views.append(v)
-    return views
-
-
-def tree_views(cycles, tokenizer, prompt_ids: list[int], max_new: int, typical) -> list[View]:
-    """The Tree speculation page, cycle by cycle: the tree, its attention mask, the KV cache, the counts."""
-    pool = Pool()
-    views, context = [], list(prompt_ids)
-    for n, c in enumerate(cycles):
-        v = View(pool, [T.heading(c, n == len(cycles) - 1)])
-        if c.nodes:
-            v.fig(T.tree_figure(c, token_text(tokenizer, context[-1])))
-            v.fig(T.mask_figure(c))
-        else:
-            v.text(T.no_tree_caption(max_new), style="caption")
-        v.text(T.cache_caption(c), style="caption")
-        v.metrics(T.metrics(cycles[: n + 1]))
-        v.text(T.legend_caption(c, typical), style="caption")
-        context += list(c.emitted)
-        views.append(v)
-    return views
-
-
-def lookahead_views(steps, jacobi) -> list[View]:
-    """The Lookahead page, target pass by target pass, with plain Jacobi after as many passes beside it."""
-    pool = Pool()
-    views = []
-    for n, step in enumerate(steps):
-        j = min(step.step, len(jacobi) - 1)  # as the page's jacobi.seek(step.step): clamped to what the run has
-        v = View(pool, [L.heading(step, n == len(steps) - 1)])
-        v.fig(L.window_figure(step))
-        v.fig(L.candidates_figure(step))
-        v.text(L.cache_caption(step), style="caption")
-        v.metrics(L.metrics(steps[: n + 1], jacobi[: j + 1]))
-        if j >= 0:
-            v.fig(L.jacobi_figure(jacobi[j]))
-            v.text(L.JACOBI_CAPTION, style="caption")
-        v.fig(L.progress_figure(steps[: n + 1], jacobi[: j + 1]))
-        v.html("<b>The attention mask of this pass</b>")
-        v.fig(L.mask_figure(step))
-        v.text(L.MASK_CAPTION, style="caption")
-        v.text(L.CPU_CAPTION, style="caption")
-        views.append(v)
-    return views
+# ---------------------------------------------------------------- the views layer's Events -> the player's views
+def lesson_view(pool: Pool, event: Event) -> View:
+    """One Event of a step page (specviz.views: the items the page draws) as the player's View. A row of charts
+    becomes a grid, a fold's title a bold line over its items; the page's own interactive parts (slots) stay out."""
+    v, fold = View(pool, event.titles), ""
+    for item in event.items:
+        at, until = item.at, item.until
+        if item.fold and item.fold != fold:
+            v.html(f"<b>{html.escape(item.fold)}</b>", at, until)
+        fold = item.fold
+        if item.kind == "chart":
+            grid = dict(group=item.row[0], cols=item.row[2]) if item.row else {}
+            v.fig(item.value.figure(), at, until, **grid)
+        elif item.kind in ("markdown", "caption", "info"):
+            v.text(item.value, at, until, style="text" if item.kind == "markdown" else item.kind)
+        elif item.kind == "heading":
+            v.html(f"<h3>{html.escape(item.value)}</h3>", at, until)
+        elif item.kind == "html":
+            v.html(item.value, at, until)
+        elif item.kind == "pre":
+            v.html(f"<pre>{html.escape(item.value)}</pre>", at, until)
+        elif item.kind == "metrics":
+            v.metrics([row[:4] for row in item.value], at, until)
+    return v
 
 
 # ---------------------------------------------------------------- the one player
-def lesson_page(method: str, views: list[View], prompt: str, settings: dict) -> str:
-    """The whole run (views: one method's, from the functions above) as one self-contained HTML page: the player
-    below with the run's data and Plotly inlined."""
+def lesson_page(method: str, events: list, prompt: str, settings: dict) -> str:
+    """The whole run (events: one step page's, specviz.views.whole_run; or the player's Views) as one self-contained
+    HTML page: the player below with the run's data and Plotly inlined."""
     name, intro = METHODS[method]
+    pool = Pool()
+    views = [lesson_view(pool, e) if isinstance(e, Event) else e for e in events]
     data = {"views": [v.as_dict() for v in views], "pool": views[0].pool.values if views else []}
     setting = " · ".join(f"{k} = {v}" for k, v in settings.items())
     return TEMPLATE.format(

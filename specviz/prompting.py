@@ -1,6 +1,10 @@
 """Prompt text -> token ids, with the checks every entry point needs (CLI and pages alike)."""
 from __future__ import annotations
 
+import itertools
+import json
+import pathlib
+
 from specviz.errors import SpecVizError
 
 MAX_PROMPT_CHARS = 20_000  # a pasted novel is refused before tokenizing, so nothing hangs
@@ -33,3 +37,23 @@ def prompt_ids(tokenizer, text: str, chat: bool = True) -> list[int]:
 
 def context_size(model) -> int:
     return int(getattr(model.config, "max_position_embeddings", 2048) or 2048)
+
+
+# the prompt sets (subjects.json): task templates x subjects, for training the drafts (training/data.py) and the
+# held-out prompts every evaluation and lab uses; "held_out" never enters training
+LISTS = json.loads(pathlib.Path(__file__).with_name("subjects.json").read_text())
+TASKS: list[str] = LISTS["tasks"]
+SUBJECTS: list[str] = LISTS["subjects"]
+EXTRA_SUBJECTS: list[str] = LISTS["extra_subjects"]
+MORE_SUBJECTS: list[str] = LISTS["more_subjects"]
+# a fourth list, for a fine-tuning stage on answers the shipped drafts never saw (models/README.md, "fine-tune")
+FRESH_SUBJECTS: list[str] = LISTS["fresh_subjects"]
+HELD_OUT: list[str] = LISTS["held_out"]
+
+
+def prompts(subjects) -> list[str]:
+    return [t.format(s=s) for s, t in itertools.product(subjects, TASKS)]
+
+
+def held_out_prompts() -> list[str]:
+    return prompts(HELD_OUT)

@@ -35,11 +35,28 @@ def speculation_pays(a: float, c: float) -> bool:
     return a > c
 
 
-def best_k(a: float, c: float, v: float = 1.0, k_max: int = 16) -> int:
+def best_k(a: float, c: float, v=1.0, k_max: int = 16) -> int:
     """The K in 1..k_max with the largest estimated improvement, or DONT_SPECULATE (0) when no K gives
-    an improvement above 1 (with v = 1: exactly when a <= c)."""
-    k = max(range(1, k_max + 1), key=lambda k: walltime_improvement(a, k, c, v))
-    return k if walltime_improvement(a, k, c, v) > 1.0 else DONT_SPECULATE
+    an improvement above 1 (with v = 1: exactly when a <= c). v: one verify cost, or v(K) per K (v_model)."""
+    v_of = v if callable(v) else (lambda k: v)
+    k = max(range(1, k_max + 1), key=lambda k: walltime_improvement(a, k, c, v_of(k)))
+    return k if walltime_improvement(a, k, c, v_of(k)) > 1.0 else DONT_SPECULATE
+
+
+def v_model(profile=None, through: tuple[int, float] | None = None):
+    """v(K), a verify pass over K + 1 positions in target steps, as the Speedup lab models it. profile: v measured
+    per K in isolation (labs.measure); through = (K, v): a real run's own v at its K. Both: the profile's shape
+    scaled through the run's point; the profile alone: itself; the point alone: linear in K through it (v(0) = 1);
+    neither: a free verify, v = 1 (the paper's)."""
+    if profile and through:
+        k0, v0 = through
+        return lambda k: v0 * profile(k) / profile(k0)
+    if profile:
+        return profile
+    if through:
+        k0, v0 = through
+        return lambda k: 1 + (v0 - 1) * k / k0
+    return lambda k: 1.0
 
 
 def speedup_breakdown(tokens_per_pass: float, measured: float, k: int | None = None, c: float = 0.0,

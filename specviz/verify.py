@@ -56,6 +56,16 @@ class Verification:
         """Drafted tokens accepted."""
         return len(self.path)
 
+    def emitted(self, tokens) -> list[int]:
+        """The tokens this verification commits (tokens: the drafted nodes' tokens, a chain's drafts in order): the
+        accepted nodes', then the target's own, if any."""
+        return [tokens[i] for i in self.path] + ([self.token] if self.token is not None else [])
+
+    @property
+    def origins(self) -> tuple[str, ...]:
+        """Where each emitted token came from: "accepted" per accepted draft, then the target token's origin."""
+        return ("accepted",) * self.accepted + ((self.origin,) if self.token is not None else ())
+
 
 def residual(p: torch.Tensor, q: torch.Tensor) -> tuple[torch.Tensor, bool]:
     """normalize(max(0, p - q)). All zero only when p == q, where a rejection has probability 0 in exact
@@ -65,6 +75,13 @@ def residual(p: torch.Tensor, q: torch.Tensor) -> tuple[torch.Tensor, bool]:
     if total <= 0:
         return p, True
     return r / total, False
+
+
+def total_variation(p, q) -> float:
+    """TV(p, q) = ½ Σ|p(x) − q(x)|, in float64. Why it keeps coming back: 1 − TV = Σ min(p, q) is the chance a draft
+    from q is accepted, and TV from p is how far an output distribution strays from lossless."""
+    p, q = torch.as_tensor(p, dtype=torch.float64), torch.as_tensor(q, dtype=torch.float64)
+    return 0.5 * float((p - q).abs().sum())
 
 
 def accept_probability(p_x: float, q_x: float) -> float:
@@ -318,7 +335,7 @@ def first_token_distribution(tree: TokenTree, p: torch.Tensor,
 def first_token_tv(tree: TokenTree, p: torch.Tensor, typical: tuple[float, float] | None = None) -> float:
     """Total variation between the first emitted token's distribution and the target's p[0]: 0 for the exact
     rule (up to rounding), the typical rule's distance from the target otherwise."""
-    return 0.5 * float((first_token_distribution(tree, p, typical) - p[0].double()).abs().sum())
+    return total_variation(first_token_distribution(tree, p, typical), p[0])
 
 
 # ---------------------------------------------------------------- block verification (Sun et al., ICLR 2025)

@@ -64,7 +64,7 @@ def test_rules_figure_carries_every_rule_per_position_and_the_mean():
 def test_rules_at_real_positions(models):
     from conftest import chat
     from specviz.engine.plain import plain_steps
-    from specviz.engine.step import run_steps
+    from specviz.engine.loop import run_steps
     from specviz.labs.acceptance_rules import live_rules
 
     tok = models.tokenizer

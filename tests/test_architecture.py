@@ -13,7 +13,7 @@ PKG = pathlib.Path(__file__).resolve().parent.parent / "specviz"
 LAZY_OK = {"specviz.__main__", "specviz.practice.drills"}
 # the engine is whatever lives in these folders and core modules: derived from the tree, never listed file by file
 ENGINE_DIRS = ["engine", "drafters"]
-CORE = ["verify.py", "sampling.py", "trace.py", "metrics.py"]
+CORE = ["verify.py", "sampling.py", "trace.py", "stepper.py", "tokens.py"]
 
 
 def engine_files():
@@ -119,7 +119,45 @@ def test_every_module_sits_in_a_layer_folder():
     measurements in labs/, drafters, figures, training, practice and the Q&A in their own packages."""
     top = sorted(p.name for p in PKG.glob("*.py"))
     assert top == sorted(["__init__.py", "__main__.py", "bench.py", "distill.py", "errors.py", "lesson.py",
-                          "medusa_choices.py", "metrics.py", "models.py", "packed.py", "prompting.py", "replay.py",
-                          "sampling.py", "theory.py", "trace.py", "verify.py"]), top
+                          "medusa_choices.py", "models.py", "packed.py", "prompting.py", "replay.py",
+                          "roofline.py", "sampling.py", "stepper.py", "theory.py", "tokens.py", "trace.py",
+                          "verify.py"]), top
     packages = sorted(p.name for p in PKG.iterdir() if (p / "__init__.py").is_file())
-    assert packages == ["drafters", "engine", "figures", "labs", "practice", "qa", "training"], packages
+    assert packages == ["drafters", "engine", "figures", "labs", "practice", "qa", "training", "views"], packages
+
+
+# The layers, bottom first. A module may import its own layer folder and the layers below, never one above or
+# beside it (figures and labs are siblings: a figure draws trace dataclasses, never a lab's). A package folder is its
+# own layer; the top-level modules are the shared core, except the model loader and the entries named here.
+LAYERS = [["core"], ["qa", "drafters"], ["engine"], ["models"], ["labs", "figures", "practice"], ["training"],
+          ["views"], ["entries"]]
+TOP_LEVEL = {"models": "models", "lesson": "entries", "__main__": "entries", "bench": "entries", "distill": "entries"}
+
+
+def layer_of(module: str) -> str:
+    """specviz.engine.loop -> engine; specviz.models -> models; specviz.verify -> core (derived from the tree)."""
+    parts = module.split(".")[1:]
+    if not parts:
+        return "core"
+    if (PKG / parts[0]).is_dir():
+        return parts[0]
+    return TOP_LEVEL.get(parts[0], "core")
+
+
+def test_imports_only_point_down_the_layers():
+    rank = {name: i for i, layer in enumerate(LAYERS) for name in layer}
+    folders = {p.name for p in PKG.iterdir() if (p / "__init__.py").is_file()}
+    assert folders <= set(rank), f"a package folder with no layer: {folders - set(rank)}"
+    mods = {name for name, _, _ in modules()}
+    up = []
+    for name, path, tree in modules():
+        for target, node, _ in imports(name, path, tree):
+            if isinstance(node, ast.ImportFrom) and resolve(name, node, path.name == "__init__.py") == "specviz":
+                targets = [f"specviz.{a.name}" if f"specviz.{a.name}" in mods else "specviz" for a in node.names]
+            else:
+                targets = [known(target, mods) or target]
+            for t in targets:
+                a, b = layer_of(name), layer_of(t)
+                if a != b and rank[b] >= rank[a]:
+                    up.append(f"{name}:{node.lineno} ({a}) imports {t} ({b})")
+    assert not up, up

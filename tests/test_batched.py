@@ -7,7 +7,8 @@ import torch
 from specviz.engine import batched as BT
 from specviz.labs import batched as LB
 from specviz.engine.plain import plain_steps
-from specviz.engine.step import eos_ids, run_steps
+from specviz.tokens import eos_ids
+from specviz.engine.loop import run_steps
 from specviz.theory import acceptance_from_tokens_per_pass, expected_tokens
 
 from conftest import chat

@@ -158,7 +158,7 @@ def test_a_block_run_records_what_the_views_draw(models):
     from conftest import chat
     from specviz.drafters import make_drafter
     from specviz.engine.speculative import speculative_steps
-    from specviz.engine.step import run_steps
+    from specviz.engine.loop import run_steps
     from specviz.sampling import SamplingConfig
     from specviz.verify import accept_probability
 
@@ -196,7 +196,7 @@ def test_block_rows_at_a_runs_positions(models):
     (the sampling starts from the right prefix). With the run's K, block keeps no fewer on average."""
     from conftest import chat
     from specviz.engine.plain import plain_steps
-    from specviz.engine.step import run_steps
+    from specviz.engine.loop import run_steps
     from specviz.labs.acceptance_rules import block_rows, live_rules
 
     tok = models.tokenizer

@@ -13,8 +13,8 @@ from specviz.drafters import ModelDrafter, early_exit_model
 from specviz.drafters.build import load_token_draft
 from specviz.models import SHIPPED_DRAFT
 from specviz.engine.speculative import speculative_steps
-from specviz.engine.step import run_steps
-from specviz.training.data import held_out_prompts
+from specviz.engine.loop import run_steps
+from specviz.prompting import held_out_prompts
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -67,7 +67,8 @@ def test_distillation_runs_end_to_end_and_reproduces_bit_for_bit(tmp_path, embed
 def test_training_jobs_extend_the_cache_and_never_use_held_out_subjects():
     """Each subject list is appended after the ones before it (an existing data cache stays a valid
     prefix), and no training prompt names a held-out subject."""
-    from specviz.training.data import EXTRA_SUBJECTS, HELD_OUT, MORE_SUBJECTS, TASKS, training_jobs
+    from specviz.prompting import EXTRA_SUBJECTS, HELD_OUT, MORE_SUBJECTS, TASKS
+    from specviz.training.data import training_jobs
 
     temps = [0.0, 0.7, 1.0]
     first = training_jobs(0, temps, 2, 0)
@@ -107,7 +108,8 @@ def test_shipped_drafts_were_made_by_the_default_recipe(kind):
 def test_fresh_subjects_are_new_and_never_held_out():
     """The fine-tuning stage's prompts (fresh_jobs) name subjects of no other list: no held-out subject, and no
     prompt the shipped drafts were trained on; their states never overwrite the main cache's."""
-    from specviz.training.data import FRESH_SUBJECTS, HELD_OUT, LISTS, TASKS, features_path, fresh_jobs, training_jobs
+    from specviz.prompting import FRESH_SUBJECTS, HELD_OUT, LISTS, TASKS
+    from specviz.training.data import features_path, fresh_jobs, training_jobs
 
     jobs = fresh_jobs(0, [0.0, 0.7, 1.0])
     assert len(jobs) == len(TASKS) * len(FRESH_SUBJECTS) and jobs == fresh_jobs(0, [0.0, 0.7, 1.0])

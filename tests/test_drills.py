@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from specviz.practice.drills import KINDS, grade, make
+from specviz.practice.drills import DRILLS, grade, make
 
 ROOT = Path(__file__).resolve().parent.parent
-FORMULA = [k for k, v in KINDS.items() if not v.live]
+FORMULA = [k for k, v in DRILLS.items() if not v.live]
 SEEDS = range(60)
 
 
@@ -112,7 +112,7 @@ def test_best_k_drills_include_dont_speculate():
     assert any(make("best-k", s).answer > 1 for s in range(200))
 
 
-@pytest.mark.parametrize("kind", [k for k, v in KINDS.items() if v.live])
+@pytest.mark.parametrize("kind", [k for k, v in DRILLS.items() if v.live])
 def test_live_drills_use_the_models_own_numbers(models, kind):
     for seed in range(3):
         d = make(kind, seed, models)
@@ -157,11 +157,11 @@ def test_live_drills_run_on_a_pair_without_a_draft_model(tiny_llama):
     own early exit and say so, instead of failing on the missing token draft."""
     from types import SimpleNamespace
 
-    from specviz.practice.drills import KINDS
+    from specviz.practice.drills import DRILLS
 
     model, tok = tiny_llama
     bare = SimpleNamespace(target=model, tokenizer=tok, draft=None, draft_name="", feature_draft=None, medusa=None)
-    d = KINDS["live-greedy-verify"].make(bare, 3)
+    d = DRILLS["live-greedy-verify"].make(bare, 3)
     assert "the target's early exit proposed" in d.question and "token draft" not in d.question
 
 

@@ -8,7 +8,7 @@ from specviz.drafters import ModelDrafter, NgramDrafter, early_exit_model
 from specviz.engine.plain import plain_steps
 from specviz.sampling import SamplingConfig
 from specviz.engine.speculative import speculative_steps
-from specviz.engine.step import run_steps
+from specviz.engine.loop import run_steps
 
 PROMPTS = ["Explain beam search", "Write a Python function that reverses a list.", "Name three primary colors."]
 N = 24
@@ -214,7 +214,7 @@ def test_each_cycle_records_the_k_it_asked_for_and_the_budgets_cap(tiny_llama):
     clean sweep, -1 otherwise, from 4) and k never exceeds k_room, the budget's cap (max_new - produced - 1)."""
     from specviz.drafters import make_drafter
     from specviz.engine.speculative import speculative_steps
-    from specviz.engine.step import run_steps
+    from specviz.engine.loop import run_steps
 
     model, tok = tiny_llama
     cycles, result = run_steps(speculative_steps(model, make_drafter("early-exit", target=model, early_exit_layers=1),

@@ -19,9 +19,9 @@ from specviz.labs.timing import forward_ms
 from specviz.models import SHIPPED_FEATURE_DRAFT
 from specviz.sampling import SamplingConfig
 from specviz.engine.speculative import speculative_steps
-from specviz.engine.step import run_steps
+from specviz.engine.loop import run_steps
 from specviz.training import feature
-from specviz.training.data import held_out_prompts
+from specviz.prompting import held_out_prompts
 from specviz.training.export import export
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -4,7 +4,7 @@ import dataclasses
 import plotly.graph_objects as go
 import pytest
 
-from specviz.labs.compare import beam_vs_greedy, length_penalty_note
+from specviz.figures.beam_tree import beam_vs_greedy, length_penalty_note
 from specviz.figures import spec_cycle as F
 from specviz.figures.beam_tree import distinct_labels, final_ranking, readable
 from specviz.labs.measure import per_position_tests

@@ -140,7 +140,7 @@ def test_counters_reproduce_each_systems_metric_on_a_recorded_run(models, drafte
     from conftest import chat
     from specviz.drafters import ModelDrafter, NgramDrafter
     from specviz.engine.speculative import speculative_steps
-    from specviz.engine.step import run_steps
+    from specviz.engine.loop import run_steps
 
     tok = models.tokenizer
     drafter = ModelDrafter(models.draft) if drafter_kind == "token" else NgramDrafter()

@@ -34,7 +34,7 @@ def test_a_5000_character_model_name_is_a_message_not_a_crash():
 def test_output_chips_decode_emoji_and_cjk_as_a_whole(embedded):
     """Each byte token decoded alone is U+FFFD: the chips read "�������" while the text was "世界 😀"."""
     from specviz.figures.spec_cycle import token_chips
-    from specviz.engine.step import output_pieces
+    from specviz.tokens import output_pieces
 
     tok = embedded[1]
     text = "Hello 世界 😀 naïve"

@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 from conftest import chat
 from specviz.errors import SpecVizError
 from specviz.engine.lookahead import NgramPool, agreed, jacobi_steps, lookahead_inputs, lookahead_steps
-from specviz.engine.step import run_steps
+from specviz.engine.loop import run_steps
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 

@@ -10,7 +10,7 @@ from specviz.labs.lossless import output_distribution, simulate
 from specviz.sampling import SamplingConfig
 from specviz.engine.speculative import speculative_steps
 from specviz.verify import residual
-from specviz.engine.step import run_steps
+from specviz.engine.loop import run_steps
 
 CASES = {
     "generic": ([0.5, 0.3, 0.15, 0.05], [0.1, 0.2, 0.3, 0.4]),

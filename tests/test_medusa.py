@@ -14,7 +14,7 @@ from specviz.medusa_choices import parse_choices
 from specviz.models import SHIPPED_DRAFT
 from specviz.engine.plain import plain_steps
 from specviz.sampling import SamplingConfig
-from specviz.engine.step import run_steps
+from specviz.engine.loop import run_steps
 from specviz.training.evaluate import evaluation_prompts
 from specviz.training.medusa import greedy_states, head_accuracy, untrained_heads
 from specviz.engine.tree import tree_speculative_steps
@@ -277,7 +277,7 @@ def test_the_quoted_typical_tv_is_measured_for_the_rule_run_now(models):
     """models/medusa/typical_tv.json (quoted on the Tree page and in the model card) must be the distance of the
     rule verify_tree_typical runs today: recompute its first prompts and compare."""
     from specviz.prompting import prompt_ids
-    from specviz.training.data import held_out_prompts
+    from specviz.prompting import held_out_prompts
     from specviz.labs.tree_lossless import load_typical_tv, measure_typical_tv
 
     saved = load_typical_tv()

@@ -4,7 +4,7 @@ import torch
 
 from specviz import packed
 from specviz.engine.plain import plain_steps
-from specviz.engine.step import run_steps
+from specviz.engine.loop import run_steps
 
 pytestmark = pytest.mark.skipif(not packed.available(), reason="this torch build has no oneDNN linear ops")
 

@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from specviz.practice.drills import KINDS
+from specviz.practice.drills import DRILLS
 from specviz.practice.plan import WEEK, complete, status
 from ui.registry import BY_PATH
 
@@ -12,11 +12,11 @@ from ui.registry import BY_PATH
 @pytest.mark.fast
 def test_the_week_links_real_pages_and_drills_and_ticks_off():
     for d in WEEK:
-        assert all(p in BY_PATH for p in d.pages) and all(k in KINDS for k in d.drills)
+        assert all(p in BY_PATH for p in d.pages) and all(k in DRILLS for k in d.drills)
         assert d.drills or d.predictions or d.quiz_cards or d.mocks  # every day can be completed
         assert not d.predictions or d.predict_on in ("speculative", "beam", "tree")  # the pages that record them
     assert not any(complete(parts) for _, parts in status({}, 0, {}, 0))
-    full = status({k: (9, 9) for k in KINDS}, 99, {"speculative": 99, "beam": 99, "tree": 99}, 9)
+    full = status({k: (9, 9) for k in DRILLS}, 99, {"speculative": 99, "beam": 99, "tree": 99}, 9)
     assert all(complete(parts) for _, parts in full)
     day3 = status({"residual": (5, 2), "accept": (1, 1)}, 0, {}, 0)[2][1]
     assert day3 == [("drills right", 3, 3)]  # 2 + 1 drills right of the day's kinds

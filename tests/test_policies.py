@@ -76,7 +76,7 @@ def test_predicted_seconds_and_the_chart():
 @pytest.mark.parametrize("threshold", [0.3, 0.75])
 def test_the_replay_is_the_engines_run_cycle_by_cycle(models, threshold):
     from conftest import chat
-    from specviz.engine.step import eos_ids
+    from specviz.tokens import eos_ids
     from specviz.labs import policies as P
 
     tok = models.tokenizer

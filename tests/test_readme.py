@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from specviz.practice.drills import KINDS
+from specviz.practice.drills import DRILLS
 from ui.registry import PAGES
 
 pytestmark = pytest.mark.fast
@@ -49,7 +49,7 @@ def test_quoted_drill_kinds_are_real():
     kinds = re.findall(r"specviz drill\b[^\n`]*--kind ([\w-]+)", README)
     assert kinds, "README shows no `python -m specviz drill --kind ...` example"
     for kind in kinds:
-        assert kind in KINDS, f"README quotes drill kind {kind!r}; kinds: {sorted(KINDS)}"
+        assert kind in DRILLS, f"README quotes drill kind {kind!r}; kinds: {sorted(DRILLS)}"
 
 
 def _help(*args) -> str:

@@ -4,48 +4,49 @@ from pathlib import Path
 
 import pytest
 
+from specviz import roofline as R
 from specviz.labs import serving as S
 
 ROOT = Path(__file__).resolve().parent.parent
-SMOL = S.ModelShape("smol", 30, 9, 3, 64, 1.35e8, "test")
+SMOL = R.ModelShape("smol", 30, 9, 3, 64, 1.35e8, "test")
 
 
 @pytest.mark.fast
 def test_kv_bytes_per_token_is_two_layers_heads_dim_bytes():
-    assert S.kv_bytes_per_token(SMOL, 2) == 2 * 30 * 3 * 64 * 2 == 23040
-    llama70 = S.KNOWN_SHAPES[1]
-    assert S.kv_bytes_per_token(llama70, 2) == 327680  # 320 KiB per token in bf16
+    assert R.kv_bytes_per_token(SMOL, 2) == 2 * 30 * 3 * 64 * 2 == 23040
+    llama70 = R.KNOWN_SHAPES[1]
+    assert R.kv_bytes_per_token(llama70, 2) == 327680  # 320 KiB per token in bf16
     # a 32k-token request of the 70B shape: 10 GiB of KV
-    assert S.kv_cache_bytes(llama70, 1, 32768, 2) / S.GIB == pytest.approx(10.0)
+    assert R.kv_cache_bytes(llama70, 1, 32768, 2) / R.GIB == pytest.approx(10.0)
 
 
 @pytest.mark.fast
 def test_beams_multiply_the_generated_tokens_and_prefix_sharing_holds_the_prompt_once():
-    per = S.kv_bytes_per_token(SMOL, 2)
-    assert S.kv_cache_bytes(SMOL, 1, 100, 2, beams=4, prompt=60, share_prompt=True) == (60 + 40 * 4) * per
-    assert S.kv_cache_bytes(SMOL, 1, 100, 2, beams=4, prompt=60, share_prompt=False) == 100 * 4 * per
-    assert S.kv_cache_bytes(SMOL, 3, 100, 2) == 3 * 100 * per
+    per = R.kv_bytes_per_token(SMOL, 2)
+    assert R.kv_cache_bytes(SMOL, 1, 100, 2, beams=4, prompt=60, share_prompt=True) == (60 + 40 * 4) * per
+    assert R.kv_cache_bytes(SMOL, 1, 100, 2, beams=4, prompt=60, share_prompt=False) == 100 * 4 * per
+    assert R.kv_cache_bytes(SMOL, 3, 100, 2) == 3 * 100 * per
 
 
 @pytest.mark.fast
 def test_linear_layers_reach_the_ridge_at_a_batch_attention_never_does():
     # H100 ridge ~295 FLOP/byte; bf16 linear layers: 2·B·T / 2 FLOP/byte -> B·T ~ 295
-    assert S.compute_bound_batch(S.H100_SXM, 1) == 296
-    assert S.compute_bound_batch(S.H100_SXM, 5) == 60  # a verify of 5 tokens gets there 5x sooner
-    shape = S.KNOWN_SHAPES[0]
-    assert S.attention_intensity(shape, 1) == 4.0  # GQA 32/8: 4 FLOP/byte, far below the ridge, any batch
-    assert S.attention_intensity(S.KNOWN_SHAPES[2], 1) == 1.0  # no GQA: 1
+    assert R.compute_bound_batch(R.H100_SXM, 1) == 296
+    assert R.compute_bound_batch(R.H100_SXM, 5) == 60  # a verify of 5 tokens gets there 5x sooner
+    shape = R.KNOWN_SHAPES[0]
+    assert R.attention_intensity(shape, 1) == 4.0  # GQA 32/8: 4 FLOP/byte, far below the ridge, any batch
+    assert R.attention_intensity(R.KNOWN_SHAPES[2], 1) == 1.0  # no GQA: 1
 
 
 @pytest.mark.fast
 def test_speculation_stops_paying_at_large_batch_on_the_roofline():
-    sp = S.roofline_speedups(S.KNOWN_SHAPES[0], S.H100_SXM, a=0.7, k=4, c=0.05, batches=[1, 8, 64, 512, 2048],
+    sp = R.roofline_speedups(R.KNOWN_SHAPES[0], R.H100_SXM, a=0.7, k=4, c=0.05, batches=[1, 8, 64, 512, 2048],
                              context=128)
     assert sp[0] > 2.0  # memory-bound: verify is ~free
     assert sp[-1] < 1.0  # compute-bound: verify costs ~(K+1) steps
     assert sp == sorted(sp, reverse=True)
     # at long context attention over each sequence's KV dominates the step and stays memory-bound: it pays again
-    long = S.roofline_speedups(S.KNOWN_SHAPES[0], S.H100_SXM, a=0.7, k=4, c=0.05, batches=[2048], context=131072)
+    long = R.roofline_speedups(R.KNOWN_SHAPES[0], R.H100_SXM, a=0.7, k=4, c=0.05, batches=[2048], context=131072)
     assert long[0] > 2.0
 
 
@@ -145,10 +146,10 @@ def test_loaded_weights_count_packed_linear_layers_and_tied_embeddings_once(tiny
 
 @pytest.mark.fast
 def test_gpus_for_the_weights_alone():
-    llama70 = S.KNOWN_SHAPES[1]
-    assert S.gpus_for(llama70.params * 2) == 2  # 141 GB of bf16 weights: more than one 80 GB GPU
-    assert S.gpus_for(llama70.params * 1) == 1  # fp8: 71 GB fits one
-    assert S.gpus_for(1) == 1
+    llama70 = R.KNOWN_SHAPES[1]
+    assert R.gpus_for(llama70.params * 2) == 2  # 141 GB of bf16 weights: more than one 80 GB GPU
+    assert R.gpus_for(llama70.params * 1) == 1  # fp8: 71 GB fits one
+    assert R.gpus_for(1) == 1
 
 
 def _serving_table(at) -> dict:
@@ -168,7 +169,7 @@ def test_serving_page_weights_follow_their_own_dtype_and_count_the_loaded_target
     assert weights == "weights, bf16 (GiB)"
     target = next(v for k, v in table.items() if "target" in k)
     draft = next(v for k, v in table.items() if "draft" in k)
-    assert target[weights] == pytest.approx(134.5e6 * 2 / S.GIB, rel=0.02)  # ~0.25 GiB, not the embedding alone
+    assert target[weights] == pytest.approx(134.5e6 * 2 / R.GIB, rel=0.02)  # ~0.25 GiB, not the embedding alone
     assert draft[weights] < target[weights] / 5
     seventy = next(v for k, v in table.items() if "70B" in k)
     at.radio(key="sv_dtype").set_value("fp32 (4 B)").run()  # the KV dtype moves the KV columns, not the weights
@@ -189,12 +190,12 @@ def test_past_the_ridge_speculation_still_pays_until_the_verify_costs_more_than_
     """Issue 45 A6: the gain falls below 1 only once v + Kc > tokens per pass, not as soon as the batch is large or
     the verify's linear layers turn compute-bound (the bank's spec-at-batch-64 answer: ≈ 1.08 steps there)."""
     from specviz.theory import expected_tokens
-    shape, dev, a, k, c = S.KNOWN_SHAPES[0], S.H100_SXM, 0.7, 4, 0.05
-    ridge_batch = S.compute_bound_batch(dev, k + 1)
+    shape, dev, a, k, c = R.KNOWN_SHAPES[0], R.H100_SXM, 0.7, 4, 0.05
+    ridge_batch = R.compute_bound_batch(dev, k + 1)
     batches = [b for b in (1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)]
-    gains = S.roofline_speedups(shape, dev, a, k, c, batches, context=128)
+    gains = R.roofline_speedups(shape, dev, a, k, c, batches, context=128)
     for b, g in zip(batches, gains):
-        v = S.step_seconds(shape, dev, b, k + 1, 128) / S.step_seconds(shape, dev, b, 1, 128)
+        v = R.step_seconds(shape, dev, b, k + 1, 128) / R.step_seconds(shape, dev, b, 1, 128)
         assert (g < 1.0) == (v + k * c > expected_tokens(a, k))
     past = [g for b, g in zip(batches, gains) if b > ridge_batch]
     assert past and past[0] > 1.0  # compute-bound verify, and speculation still pays

@@ -3,7 +3,7 @@ gets exactly the token draft's tokens (greedy), for fewer draft forwards on text
 from conftest import chat
 from specviz.drafters import ModelDrafter, StagedDrafter
 from specviz.engine.speculative import speculative_steps
-from specviz.engine.step import run_steps
+from specviz.engine.loop import run_steps
 
 REFACTOR = ("Add type hints to this function and return the whole function:\n\ndef average(values):\n"
             "    total = 0\n    for value in values:\n        total = total + value\n    return total / len(values)\n")

@@ -104,7 +104,7 @@ def test_figures_are_built_once_for_the_same_events():
 
 
 def test_the_page_records_ahead_while_the_learner_reads():
-    """ui.replay.controls asks the background worker for the events the next Steps will show: on opening, the
+    """ui.stepping.controls asks the background worker for the events the next Steps will show: on opening, the
     first two (the first Step only draws); after a Step, the one after the next (a cycle-start Step only draws)."""
     import time
 

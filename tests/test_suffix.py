@@ -10,7 +10,7 @@ from specviz.engine.plain import plain_steps
 from specviz.labs.repeated import REQUESTS
 from specviz.sampling import SamplingConfig
 from specviz.engine.speculative import speculative_steps
-from specviz.engine.step import run_steps
+from specviz.engine.loop import run_steps
 
 
 @pytest.mark.fast

@@ -6,10 +6,11 @@ import pytest
 from specviz.drafters.ngram import NgramDrafter
 from specviz.engine.plain import plain_steps
 from specviz.engine.speculative import speculative_steps
-from specviz.engine.step import run_steps
+from specviz.engine.loop import run_steps
 from specviz.engine.tree import tree_speculative_steps
 from specviz.figures.timeline import COLORS, per_token_bars, timeline_chart
-from specviz.labs.timeline import LABELS, STAGES, Lane, Span, spans_of, summary
+from specviz.labs.timeline import spans_of, summary
+from specviz.trace import LABELS, STAGES, Lane, Span
 
 REPEATS = [5, 6, 7, 8, 5, 6, 7, 8, 5, 6, 7, 8, 5, 6]  # n-gram lookup finds matches in it
 

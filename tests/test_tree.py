@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from conftest import chat
-from specviz.engine.step import Stepper
+from specviz.stepper import Stepper
 from specviz.engine.tree import keep_path, tree_inputs, tree_logits
 from specviz.verify import TokenTree
 

@@ -6,7 +6,7 @@ import pytest
 from conftest import chat
 from specviz.drafters import make_drafter
 from specviz.sampling import SamplingConfig
-from specviz.engine.step import run_steps
+from specviz.engine.loop import run_steps
 from specviz.engine.tree import tree_speculative_steps
 
 PROMPT = "Write a Python function that reverses a list."

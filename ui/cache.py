@@ -1,5 +1,5 @@
 """One bounded, thread-safe cache shared by every session of the server (least recently used out): the recorded
-traces (ui.replay.Recordings) and the figures built from them (ui.charts.Figures) both keep their entries here."""
+traces (ui.stepping.Recordings) and the figures built from them (ui.charts.Figures) both keep their entries here."""
 from __future__ import annotations
 
 import threading

@@ -88,7 +88,7 @@ def history_visit() -> None:
         st.session_state.pop(key, None)
         st.session_state.pop("_keep_" + key, None)
     for name in owned.get((page, "replay"), ()):
-        st.session_state.pop(name, None)  # its Run (ui/replay.py): cursor, play state, link
+        st.session_state.pop(name, None)  # its Run (ui/stepping.py): cursor, play state, link
     st.session_state.pop("s_url_read", None)  # the prompt and chat too
 
 

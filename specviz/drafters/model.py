@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 
 from specviz.sampling import SamplingConfig, choose, distribution, warpers
-from specviz.engine.step import Stepper
+from specviz.stepper import Stepper
 
 
 class ModelDrafter:

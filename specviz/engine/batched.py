@@ -41,7 +41,7 @@ import torch
 
 from specviz.errors import SpecVizError
 from specviz.sampling import SamplingConfig, distribution, new_generator
-from specviz.engine.step import eos_ids
+from specviz.tokens import eos_ids
 from specviz.verify import verify
 
 GREEDY = SamplingConfig()
@@ -171,7 +171,7 @@ def accept(drafts: list[int], p: torch.Tensor, stop: set[int], budget: int) -> t
     """Greedy verification of one sequence (verify.py's rule): the tokens it emits, cut to its remaining
     budget (greedy would have stopped there), and how many drafts it accepted."""
     v = verify(drafts, None, p, True, new_generator(0), stop)
-    emitted = (drafts[:v.accepted] + ([v.token] if v.token is not None else []))[:budget]
+    emitted = v.emitted(drafts)[:budget]
     return emitted, v.accepted
 
 

@@ -22,7 +22,7 @@ from collections.abc import Generator
 import torch
 
 from specviz.errors import SpecVizError
-from specviz.engine.step import eos_ids, token_text
+from specviz.tokens import eos_ids, token_text
 from specviz.trace import BeamCandidate, BeamStep, Counters, Hypothesis, Result
 
 NEG = -1.0e9  # transformers' stand-in for "impossible"

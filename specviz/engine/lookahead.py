@@ -31,7 +31,8 @@ import torch
 
 from specviz.errors import SpecVizError
 from specviz.engine.loop import Decoding, record_guesses, run_cycles
-from specviz.engine.step import Stepper, token_text
+from specviz.stepper import Stepper
+from specviz.tokens import token_text
 from specviz.trace import CacheState, JacobiStep, LookaheadStep, Result
 
 

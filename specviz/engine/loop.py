@@ -11,8 +11,14 @@ import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 
-from specviz.engine.step import eos_ids
+from specviz.tokens import eos_ids
 from specviz.trace import Counters, Result
+
+
+def room(k: int, left: int) -> int:
+    """How many tokens a cycle may draft with `left` tokens of budget: every cycle adds one target token after its
+    drafts, so a draft past max_new_tokens could never be kept."""
+    return max(0, min(k, left - 1))
 
 
 @dataclass
@@ -46,9 +52,7 @@ class Decoding:
         return self.max_new_tokens - len(self.new)
 
     def room(self, k: int) -> int:
-        """How many tokens this cycle may draft: every cycle adds one target token after its drafts, so a
-        draft past max_new_tokens could never be kept."""
-        return max(0, min(k, self.left - 1))
+        return room(k, self.left)
 
     def cut(self, emitted: list[int]) -> list[int]:
         """A cycle's tokens within the budget and up to (and including) the first end-of-sequence token."""
@@ -93,3 +97,13 @@ def run_cycles(d: Decoding, cycle: Callable[[Decoding], tuple[object, list[int]]
         d.cycle += 1
         if emitted[-1] in d.stop:
             break
+
+
+def run_steps(steps):
+    """Iterate a step generator to its end; returns (events, result). A full run is just this."""
+    events = []
+    while True:
+        try:
+            events.append(next(steps))
+        except StopIteration as stop:
+            return events, stop.value

@@ -11,7 +11,8 @@ from collections.abc import Generator
 
 from specviz.sampling import SamplingConfig, choose, distribution, new_generator, warpers
 from specviz.engine.loop import Decoding, record_token, run_cycles
-from specviz.engine.step import Stepper, token_text, top_probs
+from specviz.stepper import Stepper
+from specviz.tokens import token_text, top_probs
 from specviz.trace import Result, TokenStep
 
 

@@ -17,7 +17,8 @@ from specviz.drafters import Drafter
 from specviz.errors import SpecVizError
 from specviz.sampling import SamplingConfig, distribution, new_generator, warpers
 from specviz.engine.loop import Decoding, run_cycles
-from specviz.engine.step import Stepper, token_text, top_probs
+from specviz.stepper import Stepper
+from specviz.tokens import token_text, top_probs
 from specviz.trace import CacheState, Cycle, DraftToken, Result, Verdict
 from specviz.verify import RULES, Verification, accept_probability, block_weights, one_hot, verify_chain
 
@@ -49,7 +50,7 @@ def speculative_steps(target, drafter: Drafter, tokenizer, prompt_ids: list[int]
         target_filled = tstep.cached
         d.lap("verify")
         v = verify_chain(drafts, q, p, cfg.greedy, run.gen, d.stop, acceptance)
-        emitted = drafts[:v.accepted] + ([v.token] if v.token is not None else [])
+        emitted = v.emitted(drafts)
         d.lap("accept")
 
         # Roll both caches back to the accepted prefix; the last new token is fed on the next cycle.
@@ -57,8 +58,8 @@ def speculative_steps(target, drafter: Drafter, tokenizer, prompt_ids: list[int]
         tstep.crop(keep)
         draft_cache = rollback_draft(drafter, keep)
         d.lap("rollback")
-        if dynamic_k:  # transformers' heuristic: grow after a clean sweep, shrink after a rejection
-            ks.append(min(asked + 2, k_max) if v.accepted == len(drafts) > 0 else max(1, asked - 1))
+        if dynamic_k:
+            ks.append(next_k(asked, v.accepted, len(drafts), k_max))
         return cycle_event(tokenizer, top_n, cycle=d.cycle, context_len=len(d.ids), drafts=drafts, q=q, p=p, v=v,
                            emitted=emitted, greedy=cfg.greedy, draft_passes=draft_passes,
                            prefill=run.prefill if d.cycle == 0 else 0, k_asked=asked, k_room=d.room(asked),
@@ -90,6 +91,12 @@ class Run:
         if prefill:
             d.lap("prefill")
         return cls(d, new_generator(cfg.seed), warpers(cfg), tstep, prefill)
+
+
+def next_k(k: int, accepted: int, drafted: int, k_max: int) -> int:
+    """Dynamic K, transformers' heuristic: grow by 2 after a cycle whose every draft was accepted (the draft is on
+    an easy stretch), shrink by 1 after a rejection (the drafts past it were wasted)."""
+    return min(k + 2, k_max) if accepted == drafted > 0 else max(1, k - 1)
 
 
 def rollback_draft(drafter: Drafter, keep: int) -> CacheState | None:
@@ -174,7 +181,7 @@ def cycle_event(tokenizer, top_n: int, *, cycle: int, context_len: int, drafts: 
         new_origin=v.origin,
         residual_top=top_probs(tokenizer, v.residual, top_n, v.token) if v.residual is not None else (),
         residual_fallback=v.residual_fallback, target_cache=target_cache, draft_cache=draft_cache,
-        emitted=tuple(emitted), origins=tuple(["accepted"] * v.accepted + ([v.origin] if v.token is not None else [])),
+        emitted=tuple(emitted), origins=v.origins,
         verify_mode="greedy" if greedy else "sampling", draft_passes=draft_passes, prefill=prefill,
         target_top=tuple(top_probs(tokenizer, p[i], 1)[0] for i in range(len(drafts) + 1)),
         p_draft=tuple(float(p[i, x]) for i, x in enumerate(drafts)),

@@ -22,7 +22,8 @@ from specviz.errors import SpecVizError
 from specviz.sampling import SamplingConfig, distribution
 from specviz.engine.loop import Decoding, run_cycles
 from specviz.engine.speculative import Run, rollback_draft
-from specviz.engine.step import Stepper, token_text, top_probs
+from specviz.stepper import Stepper
+from specviz.tokens import token_text, top_probs
 from specviz.trace import CacheState, DepthVerdict, Result, TreeCycle, TreeNode
 from specviz.verify import TokenTree, Verification, one_hot, verify_tree, verify_tree_typical
 
@@ -124,7 +125,7 @@ def tree_speculative_steps(target, drafter: Drafter, tokenizer, prompt_ids: list
             m = context_len - fed_from
             rows = list(range(m)) + [m + i for i in v.path]
             drafter.observe(tstep.states[rows], fed_from)
-        emitted = [tree.tokens[i] for i in v.path] + ([v.token] if v.token is not None else [])
+        emitted = v.emitted(tree.tokens)
         draft_cache = rollback_draft(drafter, context_len + len(emitted) - 1)
         d.lap("rollback")
         return tree_event(tokenizer, top_n, cycle=d.cycle, context_len=context_len, drafter=drafter.name, tree=tree,
@@ -161,6 +162,6 @@ def tree_event(tokenizer, top_n: int, *, cycle: int, context_len: int, drafter: 
         new_text=token_text(tokenizer, v.token) if v.token is not None else "", new_origin=v.origin,
         residual_top=top_probs(tokenizer, v.residual, top_n, v.token) if v.residual is not None else (),
         residual_fallback=v.residual_fallback, target_cache=target_cache, draft_cache=draft_cache,
-        emitted=tuple(emitted), origins=tuple(["accepted"] * len(v.path) + ([v.origin] if v.token is not None else [])),
+        emitted=tuple(emitted), origins=v.origins,
         verify_mode="typical" if typical else ("greedy" if greedy else "sampling"), draft_passes=draft_passes,
         verdicts=tuple(DepthVerdict(d - 1, d <= len(v.path)) for d in reached), prefill=prefill)

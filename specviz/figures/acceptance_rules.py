@@ -57,3 +57,26 @@ def block_bars(live: dict) -> go.Figure:
                   xaxis=dict(title="output position: the run's token there", tickangle=-40),
                   legend=dict(orientation="h", y=-0.45, x=0), margin=dict(t=50, b=10))
     return build(data, layout)
+
+
+# the Where page's reading of the rules chart: what lossless means, why rejection sampling accepts the most of the
+# lossless single-draft rules, and why block verification keeps more within the same bound
+RULES_EXPLAINED = (
+    "- **Lossless** means the output is distributed exactly as the target alone would sample it. Exact match "
+    "is lossless (what is emitted is always the target's own sample), and so is rejection sampling "
+    "(Leviathan et al. 2023, Appendix A.1). Greedy match is exact for *greedy* decoding only. Typical "
+    "acceptance (Medusa) is not lossless: it accepts any token the target finds plausible enough.\n"
+    "- **Why rejection sampling accepts the most among lossless rules.** A lossless rule pairs the draft's "
+    "token X ~ q with an emitted token Y ~ p and accepts when X = Y. For *any* such pairing "
+    "P(X = Y) = Σₓ P(X = Y = x) ≤ Σₓ min(q(x), p(x)) = 1 − TV(p, q). Rejection sampling reaches that bound; "
+    "exact match pairs them independently, Σ p·q, less term by term (p·q ≤ min(p, q)). Even a perfect draft "
+    "(q = p) is accepted only Σ p² of the time under exact match, always under rejection sampling: the "
+    "self-draft bars are that perfect draft, so read them against 1, not against the token draft's blue bars.\n"
+    "- **Why block verification keeps more, within the same bound.** 1 − TV bounds the *first* draft of "
+    "any lossless rule, block verification's too, and with K = 1 it is rejection sampling. Over a block, "
+    "token-wise verification stops at the first failed test; block verification (Sun et al., ICLR 2025) "
+    "judges the K drafts together: a later draft the target likes more than the draft did can keep an "
+    "earlier one that failed its own test, and the output is still exactly the target's. Sun et al. prove "
+    "it keeps the most drafts in expectation of any lossless rule that sees only these conditional "
+    "probabilities; the gain is modest (their 5–8 % in wall clock) and largest where acceptance is "
+    "middling: at a low temperature the two agree.")

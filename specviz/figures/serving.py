@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from specviz.labs.serving import GIB, attention_intensity, kv_cache_bytes, linear_intensity, speedup_at_batch
+from specviz.roofline import GIB, attention_intensity, kv_cache_bytes, linear_intensity, speedup_at_batch
 
 COLORS = ["#1565c0", "#ef6c00", "#2e7d32", "#6a1b9a", "#c62828"]
 

@@ -105,65 +105,96 @@ def verify_pass(cycle, marks: bool = True) -> go.Figure:
     green/red, ✓/✗ or fading) while a learner predicts the verdicts from it."""
     k = cycle.k
     if len(cycle.target_top) != k + 1:  # a trace recorded before the engine kept these: blocks only
-        xs = list(range(k + 1))
-        names = [f"pos {i + 1}<br>{label(d.text)}" for i, d in enumerate(cycle.drafts)] + [f"pos {k + 1}<br>(next)"]
-        data = [dict(type="bar", x=xs, y=[1] * (k + 1), text=names, textposition="inside", marker=dict(color=P_COLOR),
-                     hovertemplate="scored in the same forward pass<extra></extra>", name="target pass")]
-        layout = dict(height=140, yaxis=dict(visible=False), xaxis=dict(visible=False), showlegend=False)
+        data, layout = _pass_blocks(cycle)
     else:
-        dense = k > 8  # many positions: the draft token goes under the axis, values on hover only
-        draft_text = [label(d.text) for d in cycle.drafts] + ["(none: bonus slot)"]
-        xs = [f"{i + 1}<br>{short_label(d.text, 8)}" if dense else f"{i + 1}"
-              for i, d in enumerate(cycle.drafts)] + [f"{k + 1}"]
-        top_text = [label(t.text) for t in cycle.target_top]
-        agree = [d.token == cycle.target_top[i].id for i, d in enumerate(cycle.drafts)]
-        greedy = cycle.verify_mode == "greedy"
-        ruled = len(cycle.verdicts) if marks else k  # positions past the first rejection: computed, discarded
-        # a second cue beside red/green, for a colour-blind learner: ✓/✗ on the bar and a hatch on a mismatch
-        patterns = [""] * k
-        if greedy and not marks:
-            colors = [P_COLOR] * k
-            p_text = [f"{t}<br>{_small(p, 2)}" for t, p in zip(draft_text, cycle.p_draft)]
-        elif greedy:
-            colors = [ACCEPTED if a else REJECTED for a in agree]
-            patterns = ["" if a else "x" for a in agree]
-            p_text = [f"{'✓' if a else '✗'} {t}<br>{_small(p, 2)}" for t, p, a in zip(draft_text, cycle.p_draft, agree)]
-        else:
-            colors = [P_COLOR] * k
-            # three significant digits: the learner computes min(1, p/q) from these (0.01 / 0.03 read as 1/3)
-            p_text = [f"{t}<br>p {p:.3g} · q {d.q:.3g}" for t, p, d in zip(draft_text, cycle.p_draft, cycle.drafts)]
-        data = [dict(
-            type="bar", x=xs, y=[t.prob for t in cycle.target_top], name="target's top choice: p(top)",
-            marker=dict(color="#90caf9"),
-            text=[short_label(pt.text, 8) if dense else f"{t}<br>{_small(pt.prob, 2)}"
-                  for t, pt in zip(top_text, cycle.target_top)],
-            textposition="outside", textfont=dict(size=9 if dense else 11),
-            cliponaxis=False, customdata=top_text,
-            hovertemplate="position %{x}: the target's top choice %{customdata}, p = %{y:.4f}<extra></extra>"), dict(
-            type="bar", x=xs[:k], y=list(cycle.p_draft), name="p(draft token)",
-            marker=dict(color=colors, opacity=[1 if i < ruled else 0.35 for i in range(k)],
-                        pattern=dict(shape=patterns)),
-            textposition="outside", cliponaxis=False, customdata=draft_text[:k],
-            hovertemplate="position %{x}: p(draft %{customdata}) = %{y:.4f}<extra></extra>",
-            **({} if dense else dict(text=p_text)))]
-        layout = dict(
-            height=300, barmode="group", bargap=0.25,
-            yaxis=dict(range=[0, 1.3], title=dict(text="p (target)"), tickvals=[0, 0.5, 1]),
-            xaxis=dict(title=dict(text=("position in this pass: compare each draft token with the target's top "
-                                        "choice (your prediction first)") if greedy and not marks else
-                             ("position in this pass (green ✓: draft = target's top choice, red ✗ hatched: it is not; "
-                              "faded: after the first mismatch, computed but discarded)") if greedy else
-                             "position in this pass (block verification judges all the drafts together: see 3)"
-                             if is_block(cycle) else
-                             "position in this pass (the draft token is kept with probability min(1, p/q); faded: "
-                             "after the first rejection, computed but discarded)"), type="category"),
-            legend=dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom"))
+        data, layout = _pass_bars(cycle, marks)
     layout.update(bargap=0.25,
                   title=dict(text=f"2 · ONE target forward pass over the {k} draft{'s' if k != 1 else ''} + 1: at each "
                                   f"position, the target's top choice and p(draft token)" if k else
                              "2 · Nothing drafted: the target decodes one token, as plain decoding would", x=0,
                              font=dict(size=14)))
     return build(data, _fixed(layout, l=55, r=10, t=60, b=75 if k > 8 else 50))
+
+
+def _pass_blocks(cycle) -> tuple[list, dict]:
+    """The pass of a trace that kept no target_top: one block per position, scored together, no values."""
+    k = cycle.k
+    xs = list(range(k + 1))
+    names = [f"pos {i + 1}<br>{label(d.text)}" for i, d in enumerate(cycle.drafts)] + [f"pos {k + 1}<br>(next)"]
+    data = [dict(type="bar", x=xs, y=[1] * (k + 1), text=names, textposition="inside", marker=dict(color=P_COLOR),
+                 hovertemplate="scored in the same forward pass<extra></extra>", name="target pass")]
+    layout = dict(height=140, yaxis=dict(visible=False), xaxis=dict(visible=False), showlegend=False)
+    return data, layout
+
+
+def _pass_bars(cycle, marks: bool) -> tuple[list, dict]:
+    """At each position of the pass two bars: p of the target's own top choice, and p(draft token) (none at the
+    bonus slot), marked with the verdict unless `marks` is False."""
+    k = cycle.k
+    dense = k > 8  # many positions: the draft token goes under the axis, values on hover only
+    draft_text = [label(d.text) for d in cycle.drafts] + ["(none: bonus slot)"]
+    xs = [f"{i + 1}<br>{short_label(d.text, 8)}" if dense else f"{i + 1}"
+          for i, d in enumerate(cycle.drafts)] + [f"{k + 1}"]
+    top_text = [label(t.text) for t in cycle.target_top]
+    ruled = len(cycle.verdicts) if marks else k  # positions past the first rejection: computed, discarded
+    colors, patterns, p_text = _draft_marks(cycle, draft_text, marks)
+    data = [dict(
+        type="bar", x=xs, y=[t.prob for t in cycle.target_top], name="target's top choice: p(top)",
+        marker=dict(color="#90caf9"),
+        text=[short_label(pt.text, 8) if dense else f"{t}<br>{_small(pt.prob, 2)}"
+              for t, pt in zip(top_text, cycle.target_top)],
+        textposition="outside", textfont=dict(size=9 if dense else 11),
+        cliponaxis=False, customdata=top_text,
+        hovertemplate="position %{x}: the target's top choice %{customdata}, p = %{y:.4f}<extra></extra>"), dict(
+        type="bar", x=xs[:k], y=list(cycle.p_draft), name="p(draft token)",
+        marker=dict(color=colors, opacity=[1 if i < ruled else 0.35 for i in range(k)],
+                    pattern=dict(shape=patterns)),
+        textposition="outside", cliponaxis=False, customdata=draft_text[:k],
+        hovertemplate="position %{x}: p(draft %{customdata}) = %{y:.4f}<extra></extra>",
+        **({} if dense else dict(text=p_text)))]
+    layout = dict(
+        height=300, barmode="group", bargap=0.25,
+        yaxis=dict(range=[0, 1.3], title=dict(text="p (target)"), tickvals=[0, 0.5, 1]),
+        xaxis=dict(title=dict(text=_pass_axis_title(cycle, marks)), type="category"),
+        legend=dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom"))
+    return data, layout
+
+
+def _draft_marks(cycle, draft_text: list[str], marks: bool) -> tuple[list, list, list]:
+    """The p(draft token) bars' colours, hatch patterns and labels. Greedy with marks: green ✓ where the draft is
+    the target's top choice, red ✗ hatched where it is not; otherwise one colour, and under sampling p and q in the
+    label (the learner computes min(1, p/q) from them)."""
+    k = cycle.k
+    agree = [d.token == cycle.target_top[i].id for i, d in enumerate(cycle.drafts)]
+    greedy = cycle.verify_mode == "greedy"
+    # a second cue beside red/green, for a colour-blind learner: ✓/✗ on the bar and a hatch on a mismatch
+    patterns = [""] * k
+    if greedy and not marks:
+        colors = [P_COLOR] * k
+        p_text = [f"{t}<br>{_small(p, 2)}" for t, p in zip(draft_text, cycle.p_draft)]
+    elif greedy:
+        colors = [ACCEPTED if a else REJECTED for a in agree]
+        patterns = ["" if a else "x" for a in agree]
+        p_text = [f"{'✓' if a else '✗'} {t}<br>{_small(p, 2)}" for t, p, a in zip(draft_text, cycle.p_draft, agree)]
+    else:
+        colors = [P_COLOR] * k
+        # three significant digits: the learner computes min(1, p/q) from these (0.01 / 0.03 read as 1/3)
+        p_text = [f"{t}<br>p {p:.3g} · q {d.q:.3g}" for t, p, d in zip(draft_text, cycle.p_draft, cycle.drafts)]
+    return colors, patterns, p_text
+
+
+def _pass_axis_title(cycle, marks: bool) -> str:
+    """What the pass's x axis tells the learner to read from it, by verification rule."""
+    greedy = cycle.verify_mode == "greedy"
+    if greedy and not marks:
+        return "position in this pass: compare each draft token with the target's top choice (your prediction first)"
+    if greedy:
+        return ("position in this pass (green ✓: draft = target's top choice, red ✗ hatched: it is not; "
+                "faded: after the first mismatch, computed but discarded)")
+    if is_block(cycle):
+        return "position in this pass (block verification judges all the drafts together: see 3)"
+    return ("position in this pass (the draft token is kept with probability min(1, p/q); faded: "
+            "after the first rejection, computed but discarded)")
 
 
 def verdicts(cycle) -> go.Figure:
@@ -175,38 +206,13 @@ def verdicts(cycle) -> go.Figure:
     greedy = cycle.verify_mode == "greedy"
     block = is_block(cycle)
     rows, cols = _grid(max(len(vs), 1))
-    titles = []
-    for v in vs:
-        if greedy:
-            titles.append(short_label(v.text, 12) + f" {'✓' if v.accepted else '✗'}")
-        elif block:  # the test passes at η <= h (verify_block); kept is decided by the last passing position
-            passed = v.u <= v.accept_prob  # a failed test can still be kept: rescued by a later passing draft
-            titles.append(short_label(v.text, 10) + f" η={v.u:.2f}{'≤' if passed else '>'}h={v.accept_prob:.2f} "
-                          + ("✓" if v.accepted and passed else "✓ rescued" if v.accepted else "✗"))
-        else:
-            titles.append(short_label(v.text, 10) + f" u={v.u:.2f}{'<' if v.accepted else '≥'}{v.accept_prob:.2f}"
-                          f" {'✓' if v.accepted else '✗'}")
-    specs_rows = rows if greedy else 2 * rows
-    heights = [1] * rows if greedy else [0.75, 0.25] * rows
-    layout, cells = grid(specs_rows, cols, [t for r in range(rows) for t in
-                                            (titles[r * cols:(r + 1) * cols]
-                                             + [""] * (cols - len(titles[r * cols:(r + 1) * cols]))
-                                             + ([] if greedy else [""] * cols))] if vs else ["nothing drafted"],
-                         row_heights=heights, vertical_spacing=(0.3 if rows > 1 else 0.12) / (1 if greedy else 2),
-                         horizontal_spacing=0.02 if cols > 4 else 0.05)
+    layout, cells = _verdict_grid([_verdict_title(v, greedy, block) for v in vs], rows, cols, greedy)
     data = []
     small = cols > 4
     for i, v in enumerate(vs):
         r, c = _cell(i, cols)
-        bar_row = r if greedy else 2 * r - 1
-        pmap = {t.id: t for t in v.p_top if t.prob >= MASS or t.id == v.token}
-        qmap = {t.id: t for t in v.q_top if t.prob >= MASS or t.id == v.token}
-        ids = list(pmap) + [t for t in qmap if t not in pmap]
-        text = {t.id: t.text for t in list(v.p_top) + list(v.q_top)}
-        xs = token_labels([text[t] for t in ids], [t == v.token for t in ids])
-        py = [pmap[t].prob if t in pmap else 0.0 for t in ids]
-        qy = [qmap[t].prob if t in qmap else 0.0 for t in ids]
-        x, y = cells[bar_row - 1][c - 1]
+        x, y = cells[(r if greedy else 2 * r - 1) - 1][c - 1]
+        xs, py, qy = _p_and_q(v)
         for name, ys, color, group in (("p (target)", py, P_COLOR, "p"), ("q (draft)", qy, Q_COLOR, "q")):
             data.append(dict(type="bar", x=xs, y=ys, name=name, marker=dict(color=color), showlegend=i == 0,
                              legendgroup=group, text=[f"{y:.2f}" if y >= 0.005 else "" for y in ys],
@@ -215,18 +221,8 @@ def verdicts(cycle) -> go.Figure:
         layout[y].update(range=_fit(max(py + qy)), showticklabels=c == 1)
         layout[x].update(tickfont=dict(size=8 if small else 10), type="category")
         if not greedy:
-            color = ACCEPTED if v.accepted else REJECTED
             test = cells[2 * r - 1][c - 1]
-            test_name, draw_name = ("h (block weight)", "η") if block else ("min(1, p/q)", "u")
-            data.append(dict(type="bar", x=[v.accept_prob], y=[""], orientation="h",
-                             marker=dict(color=color, pattern=dict(shape="" if v.accepted else "x")),
-                             opacity=0.5, name=test_name, showlegend=i == 0, legendgroup="a",
-                             hovertemplate=("block weight h" if block else "accept probability min(1, p/q)")
-                             + " = %{x:.3f}<extra></extra>", **ref(test)))
-            data.append(dict(type="scatter", x=[v.u], y=[""], mode="markers",
-                             marker=dict(symbol="line-ns-open", size=22, color="black", line=dict(width=3)),
-                             name=draw_name, showlegend=i == 0, legendgroup="u",
-                             hovertemplate=draw_name + " = %{x:.3f}<extra></extra>", **ref(test)))
+            data += _accept_test(v, i == 0, test, block)
             layout[test[0]].update(range=[0, 1], tickvals=[0, 0.5, 1], tickfont=dict(size=9))
     _title_size(layout, 10 if small else 12)
     rule = ("accept while the draft token is the target's top choice (▶: the draft token)" if greedy else
@@ -237,6 +233,56 @@ def verdicts(cycle) -> go.Figure:
                   legend=dict(orientation="h", y=1 + 24 / (height - 105), x=1, xanchor="right", yanchor="bottom"),
                   title=dict(text=f"3 · Verify each draft token in order: {rule}", x=0, font=dict(size=14)))
     return build(data, _fixed(layout, l=40, r=10, t=95, b=60))
+
+
+def _verdict_title(v, greedy: bool, block: bool) -> str:
+    """A verdict's subplot title: the token and its verdict, and under sampling the test that decided it."""
+    if greedy:
+        return short_label(v.text, 12) + f" {'✓' if v.accepted else '✗'}"
+    if block:  # the test passes at η <= h (verify_block); kept is decided by the last passing position
+        passed = v.u <= v.accept_prob  # a failed test can still be kept: rescued by a later passing draft
+        return (short_label(v.text, 10) + f" η={v.u:.2f}{'≤' if passed else '>'}h={v.accept_prob:.2f} "
+                + ("✓" if v.accepted and passed else "✓ rescued" if v.accepted else "✗"))
+    return (short_label(v.text, 10) + f" u={v.u:.2f}{'<' if v.accepted else '≥'}{v.accept_prob:.2f}"
+            f" {'✓' if v.accepted else '✗'}")
+
+
+def _verdict_grid(titles: list[str], rows: int, cols: int, greedy: bool) -> tuple[dict, tuple]:
+    """The verdicts' grid: `cols` p/q charts a row and, under sampling, under each row a thin row for the accept
+    tests (untitled)."""
+    cell_titles = [t for r in range(rows) for t in
+                   (titles[r * cols:(r + 1) * cols] + [""] * (cols - len(titles[r * cols:(r + 1) * cols]))
+                    + ([] if greedy else [""] * cols))] if titles else ["nothing drafted"]
+    return grid(rows if greedy else 2 * rows, cols, cell_titles,
+                row_heights=[1] * rows if greedy else [0.75, 0.25] * rows,
+                vertical_spacing=(0.3 if rows > 1 else 0.12) / (1 if greedy else 2),
+                horizontal_spacing=0.02 if cols > 4 else 0.05)
+
+
+def _p_and_q(v) -> tuple[list[str], list[float], list[float]]:
+    """The tokens a verdict's chart shows, the target's top ones then the draft's (only those with mass, and the
+    draft token, marked ▶), with p and q for each (0 where a top list lacks it): (labels, p, q)."""
+    pmap = {t.id: t for t in v.p_top if t.prob >= MASS or t.id == v.token}
+    qmap = {t.id: t for t in v.q_top if t.prob >= MASS or t.id == v.token}
+    ids = list(pmap) + [t for t in qmap if t not in pmap]
+    text = {t.id: t.text for t in list(v.p_top) + list(v.q_top)}
+    xs = token_labels([text[t] for t in ids], [t == v.token for t in ids])
+    return xs, [pmap[t].prob if t in pmap else 0.0 for t in ids], [qmap[t].prob if t in qmap else 0.0 for t in ids]
+
+
+def _accept_test(v, legend: bool, cell: tuple, block: bool) -> list[dict]:
+    """A verdict's accept test in its thin cell: the bar up to min(1, p/q) (block: up to h), green kept or red
+    hatched, and the uniform drawn as a tick on it."""
+    test_name, draw_name = ("h (block weight)", "η") if block else ("min(1, p/q)", "u")
+    return [dict(type="bar", x=[v.accept_prob], y=[""], orientation="h",
+                 marker=dict(color=ACCEPTED if v.accepted else REJECTED, pattern=dict(shape="" if v.accepted else "x")),
+                 opacity=0.5, name=test_name, showlegend=legend, legendgroup="a",
+                 hovertemplate=("block weight h" if block else "accept probability min(1, p/q)")
+                 + " = %{x:.3f}<extra></extra>", **ref(cell)),
+            dict(type="scatter", x=[v.u], y=[""], mode="markers",
+                 marker=dict(symbol="line-ns-open", size=22, color="black", line=dict(width=3)),
+                 name=draw_name, showlegend=legend, legendgroup="u",
+                 hovertemplate=draw_name + " = %{x:.3f}<extra></extra>", **ref(cell))]
 
 
 def resolution(cycle) -> go.Figure | None:

@@ -9,7 +9,7 @@ import html
 import plotly.graph_objects as go
 
 from specviz.figures import build
-from specviz.labs.timeline import LABELS, STAGES, Lane
+from specviz.trace import LABELS, STAGES, Lane
 
 COLORS = {"prefill": "#8e24aa", "draft": "#fb8c00", "verify": "#1565c0", "accept": "#2e7d32",
           "rollback": "#c62828", "overhead": "#9e9e9e"}

@@ -80,28 +80,10 @@ def tree_figure(cycle, root_text: str = "context", hide: bool = False) -> go.Fig
     on_path = set() if hide else set(cycle.path)
     shown = dict(zip((n.index for n in cycle.nodes), token_labels(n.text for n in cycle.nodes)))  # " hash" ≠ "hash"
     fig = go.Figure()
-    # the edges as two traces (accepted path / the rest), segments split by None: one trace per edge made
-    # every Step build and draw N + 4 traces (117 ms to build at N = 12 on this CPU, and as long again to draw)
-    for hot in (False, True):
-        xs, ys = [], []
-        for n in cycle.nodes:
-            if (n.index in on_path) == hot:
-                (x0, y0), (x1, y1) = pos[n.parent], pos[n.index]
-                xs += [x0, x1, None]
-                ys += [y0, y1, None]
-        if xs:
-            fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=False,
-                                     line=dict(color=ACCEPTED if hot else "#cccccc", width=4 if hot else 1.5)))
+    for trace in _edge_traces(cycle, pos, on_path):
+        fig.add_trace(trace)
     if hide:
-        fig.add_trace(go.Scatter(
-            x=[pos[n.index][0] for n in cycle.nodes], y=[pos[n.index][1] for n in cycle.nodes], mode="markers+text",
-            name="drafted (verdict hidden)", text=[shown[n.index] for n in cycle.nodes], textposition="middle right",
-            marker=dict(size=18, color="#bdbdbd", symbol="circle", opacity=[0.35 + 0.65 * min(1.0, n.q)
-                                                                            for n in cycle.nodes],
-                        line=dict(color="#333", width=1)),
-            hovertext=[f"{label(n.text)} · depth {n.depth} · q {n.q:.3f} (the draft's confidence)"
-                       for n in cycle.nodes],
-            hoverinfo="text"))
+        fig.add_trace(_drafted_nodes(cycle, pos, shown))
     for verdict, color in ({} if hide else VERDICT_COLORS).items():
         nodes = [n for n in cycle.nodes if n.verdict == verdict]
         if not nodes:
@@ -118,16 +100,8 @@ def tree_figure(cycle, root_text: str = "context", hide: bool = False) -> go.Fig
     fig.add_trace(go.Scatter(x=[0], y=[pos[-1][1]], mode="markers+text", text=[label(root_text)], name="root",
                              textposition="middle left", marker=dict(size=20, color="#444", symbol="square")))
     if cycle.new_token is not None and cycle.new_origin in NEW_COLORS and not hide:
-        x0, y0 = pos[cycle.path[-1] if cycle.path else -1]
-        y1 = star_y(pos, x0 + 1, y0)
-        fig.add_trace(go.Scatter(x=[x0, x0 + 1], y=[y0, y1], mode="lines", line=dict(color=NEW_COLORS[cycle.new_origin],
-                                 dash="dot", width=2), hoverinfo="skip", showlegend=False))
-        fig.add_trace(go.Scatter(
-            x=[x0 + 1], y=[y1], mode="markers+text", text=[label(cycle.new_text)], textposition="middle right",
-            name=f"{cycle.new_origin} (the target's own token)",
-            marker=dict(size=15, color=NEW_COLORS[cycle.new_origin], symbol="star", line=dict(color="#333", width=1)),
-            hovertext=[f"{cycle.new_origin}: {label(cycle.new_text)}, from the target's distribution at the end of "
-                       "the accepted path (not drafted)"], hoverinfo="text"))
+        for trace in _target_token(cycle, pos):
+            fig.add_trace(trace)
     fig.update_layout(xaxis=dict(title="depth (drafted position)", dtick=1), yaxis=dict(visible=False),
                       height=max(260, 36 * (1 + sum(1 for n in cycle.nodes
                                                     if not any(m.parent == n.index for m in cycle.nodes)))),
@@ -135,6 +109,53 @@ def tree_figure(cycle, root_text: str = "context", hide: bool = False) -> go.Fig
                       margin=dict(l=10, r=10, t=40, b=30),
                       legend=dict(orientation="h", x=1, xanchor="right", y=1.0, yanchor="bottom"))
     return fig
+
+
+def _edge_traces(cycle, pos: dict, on_path: set) -> list:
+    """The edges as two traces (the rest, then the accepted path over it), segments split by None: one trace per
+    edge made every Step build and draw N + 4 traces (117 ms to build at N = 12 on this CPU, and as long again to
+    draw)."""
+    traces = []
+    for hot in (False, True):
+        xs, ys = [], []
+        for n in cycle.nodes:
+            if (n.index in on_path) == hot:
+                (x0, y0), (x1, y1) = pos[n.parent], pos[n.index]
+                xs += [x0, x1, None]
+                ys += [y0, y1, None]
+        if xs:
+            traces.append(go.Scatter(x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=False,
+                                     line=dict(color=ACCEPTED if hot else "#cccccc", width=4 if hot else 1.5)))
+    return traces
+
+
+def _drafted_nodes(cycle, pos: dict, shown: dict) -> go.Scatter:
+    """Every node in one grey trace, its verdict hidden: token, depth and the draft's confidence q only."""
+    return go.Scatter(
+        x=[pos[n.index][0] for n in cycle.nodes], y=[pos[n.index][1] for n in cycle.nodes], mode="markers+text",
+        name="drafted (verdict hidden)", text=[shown[n.index] for n in cycle.nodes], textposition="middle right",
+        marker=dict(size=18, color="#bdbdbd", symbol="circle", opacity=[0.35 + 0.65 * min(1.0, n.q)
+                                                                        for n in cycle.nodes],
+                    line=dict(color="#333", width=1)),
+        hovertext=[f"{label(n.text)} · depth {n.depth} · q {n.q:.3f} (the draft's confidence)"
+                   for n in cycle.nodes],
+        hoverinfo="text")
+
+
+def _target_token(cycle, pos: dict) -> list:
+    """The token the target adds itself, one column past the last accepted node (the root when none), where no
+    node sits (star_y), joined to that node by a dotted line: (line, star)."""
+    x0, y0 = pos[cycle.path[-1] if cycle.path else -1]
+    y1 = star_y(pos, x0 + 1, y0)
+    color = NEW_COLORS[cycle.new_origin]
+    return [go.Scatter(x=[x0, x0 + 1], y=[y0, y1], mode="lines", line=dict(color=color, dash="dot", width=2),
+                       hoverinfo="skip", showlegend=False),
+            go.Scatter(
+                x=[x0 + 1], y=[y1], mode="markers+text", text=[label(cycle.new_text)], textposition="middle right",
+                name=f"{cycle.new_origin} (the target's own token)",
+                marker=dict(size=15, color=color, symbol="star", line=dict(color="#333", width=1)),
+                hovertext=[f"{cycle.new_origin}: {label(cycle.new_text)}, from the target's distribution at the end "
+                           "of the accepted path (not drafted)"], hoverinfo="text")]
 
 
 def mask_figure(cycle, context_tail: int = 4) -> go.Figure:

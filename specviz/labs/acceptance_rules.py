@@ -36,9 +36,9 @@ import math
 import torch
 
 from specviz.engine.speculative import block_odds
-from specviz.engine.step import token_text
+from specviz.tokens import token_text
 from specviz.sampling import SamplingConfig, distribution
-from specviz.verify import typical_threshold
+from specviz.verify import total_variation, typical_threshold
 
 # the rule's name, and whether it is lossless: True, False, or a string saying for what
 RULES = {
@@ -67,7 +67,7 @@ def rule_probabilities(p: torch.Tensor, q: torch.Tensor, epsilon: float = EPSILO
         "rejection sampling": float(torch.minimum(p, q).sum()),
         "greedy match": float(int(torch.argmax(p)) == int(torch.argmax(q))),
         "typical acceptance": float(q[p > threshold].sum()),
-        "tv": float((p - q).abs().sum() / 2),
+        "tv": total_variation(p, q),
     }
 
 

@@ -12,7 +12,7 @@ import json
 import pathlib
 
 from specviz.engine.speculative import speculative_steps
-from specviz.engine.step import run_steps
+from specviz.engine.loop import run_steps
 from specviz.trace import Counters
 
 TABLE = pathlib.Path(__file__).with_name("knobs.json")

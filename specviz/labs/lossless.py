@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import torch
 
+from dataclasses import dataclass
+
 from specviz.errors import SpecVizError
-from specviz.verify import accept_probability, residual
+from specviz.verify import accept_probability, residual, total_variation
 from specviz.sampling import distribution, warpers
 
 
@@ -55,6 +57,45 @@ def simulate(p, q, n: int, seed: int = 0) -> torch.Tensor:
     resampled = torch.multinomial(r, n, replacement=True, generator=g)
     tokens = torch.where(accept, x, resampled)
     return torch.bincount(tokens, minlength=len(p))
+
+
+@dataclass(frozen=True)
+class Toy:
+    """The toy table's p and q (each divided by its total), the pieces of one speculative step, the exact output,
+    n simulated steps, and what the two classic mistakes output instead: everything the lab's toy mode shows."""
+    p: torch.Tensor
+    q: torch.Tensor
+    sums: tuple[float, float]  # the table's totals before normalising
+    overlap: torch.Tensor  # min(p, q): the accept path
+    residual: torch.Tensor
+    exact: torch.Tensor
+    counts: torch.Tensor
+    wrong: dict  # mistake -> its output distribution
+
+    @property
+    def accepted_mass(self) -> float:
+        return float(self.overlap.sum())
+
+    @property
+    def exact_error(self) -> float:
+        """The exact output's largest difference from p (float rounding)."""
+        return float((self.exact - self.p).abs().max())
+
+    @property
+    def simulated_tv(self) -> float:
+        return total_variation(self.counts / self.counts.sum(), self.p)
+
+    def tv(self, mistake: str) -> float:
+        return total_variation(self.wrong[mistake], self.p)
+
+
+def toy(p_values, q_values, n: int, seed: int = 0) -> Toy:
+    """Toy mode on a table (check it with table_problem first)."""
+    p, q = torch.tensor(p_values, dtype=torch.float64), torch.tensor(q_values, dtype=torch.float64)
+    sums = float(p.sum()), float(q.sum())
+    p, q = p / p.sum(), q / q.sum()
+    return Toy(p, q, sums, torch.minimum(p, q), residual(p, q)[0], output_distribution(p, q), simulate(p, q, n, seed),
+               {m: output_distribution(p, q, m) for m in ("resample_p", "greedy_draft")})
 
 
 # ---------------------------------------------------------------- the toy table and the real-model test, in words
@@ -131,6 +172,13 @@ def detection_power(p, wrong, n: int, tests: int, alpha: float = 0.05, min_count
 
 
 @torch.inference_mode()
+def mistake_power(p, q, samples, tests: int) -> dict[str, list[float]]:
+    """Per classic mistake, the chance the real-model test (tests at 0.05 / tests) catches it at each sample count.
+    Each mistake's output distribution is computed once (a pass over the whole vocabulary, ~60 ms)."""
+    wrong = {mistake: output_distribution(p, q, mistake) for mistake in ("resample_p", "greedy_draft")}
+    return {mistake: [detection_power(p, w, n, tests) for n in samples] for mistake, w in wrong.items()}
+
+
 def first_token_distributions(target, drafter, ids: list[int], cfg) -> tuple[torch.Tensor, torch.Tensor]:
     """p and q of the first output position as speculative sampling uses them: the target's and a model
     drafter's next-token distributions on `ids`, both processed by the same sampling config."""

@@ -8,7 +8,7 @@ import time
 from specviz.engine.plain import plain_steps
 from specviz.sampling import SamplingConfig
 from specviz.engine.speculative import speculative_steps
-from specviz.engine.step import run_steps
+from specviz.engine.loop import run_steps
 from specviz.labs.timing import forward_ms, time_forwards
 from specviz.theory import speedup_breakdown
 

@@ -17,14 +17,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from types import SimpleNamespace
 
 import torch
 
 from specviz.drafters import make_drafter
+from specviz.drafters.confidence import confidence_stop
+from specviz.engine.loop import room, run_steps
 from specviz.engine.plain import plain_steps
-from specviz.engine.speculative import speculative_steps
-from specviz.engine.step import eos_ids, run_steps
+from specviz.engine.speculative import next_k, speculative_steps
+from specviz.models import Models
+from specviz.tokens import eos_ids
 from specviz.labs.measure import verify_cost_profile
 from specviz.labs.timing import forward_ms
 
@@ -84,7 +86,7 @@ def replay(policy: Policy, output: list[int], argmax: list[int], conf: list[floa
     counts them."""
     n, t, k, cycles = len(output), 0, policy.k, []
     while t < n:
-        k_now = max(0, min(k, max_new - t - 1))  # the engine never drafts past max_new_tokens
+        k_now = room(k, max_new - t)  # the engine's budget rule
         drafted, passes = k_now, k_now
         m = 0
         while m < k_now and t + m < n and argmax[t + m] == output[t + m]:
@@ -93,10 +95,11 @@ def replay(policy: Policy, output: list[int], argmax: list[int], conf: list[floa
             confs = [conf[t + i] for i in range(min(m + 1, k_now))]
             if m + 1 < k_now and all(c >= policy.threshold for c in confs):
                 confs += continuation(t, m, k_now - m - 1)
-            low = next((i for i, c in enumerate(confs) if c < policy.threshold), None)
-            if low is not None:  # draft i + 1 fell under the threshold
-                drafted = low + 1 if policy.keep_crossing else low
-                passes = low + 1  # its step ran either way
+            for i, c in enumerate(confs):  # the drafter's own stop rule, draft by draft
+                keep, stops = confidence_stop(c, policy.threshold, policy.keep_crossing)
+                if stops:
+                    drafted, passes = i + keep, i + 1  # its step ran either way
+                    break
             m = min(m, drafted)
         ended = m > 0 and output[t + m - 1] in stop
         emitted = m if ended else m + 1
@@ -105,7 +108,7 @@ def replay(policy: Policy, output: list[int], argmax: list[int], conf: list[floa
         if ended:
             break
         if policy.kind == "heuristic":
-            k = min(k + 2, policy.k_max) if m == drafted > 0 else max(1, k - 1)
+            k = next_k(k, m, drafted, policy.k_max)
     return cycles
 
 
@@ -116,7 +119,7 @@ def predicted_seconds(cycles: list[dict], t_draft: float, t_1: float, v) -> floa
 
 def drafter_for(policy: Policy, draft_model):
     """The registry's drafter for a policy on this draft model: the token draft, or its confidence stop."""
-    models = SimpleNamespace(draft=draft_model, draft_name="token draft")
+    models = Models(None, None, draft_model, "token draft", draft_model.device)  # the models a replay has: a draft
     if policy.kind == "confidence":
         return make_drafter("confidence", models, threshold=policy.threshold, keep_crossing=policy.keep_crossing)
     return make_drafter("token", models)

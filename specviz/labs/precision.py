@@ -15,7 +15,8 @@ import torch
 
 from specviz.engine.plain import plain_steps
 from specviz.engine.speculative import speculative_steps
-from specviz.engine.step import run_steps, token_text
+from specviz.engine.loop import run_steps
+from specviz.tokens import token_text
 from specviz.models import load_target
 
 RUNS = ("fp32 plain", "fp32 speculative", "bf16 plain", "bf16 speculative")

@@ -11,7 +11,7 @@ from specviz.labs.measure import timed_rounds
 from specviz.engine.plain import plain_steps
 from specviz.prompting import prompt_ids
 from specviz.engine.speculative import speculative_steps
-from specviz.engine.step import run_steps
+from specviz.engine.loop import run_steps
 
 # the same kind of coding request with one thing changed: the answers share their shape
 REQUESTS = [f"Write a Python function called {name} that takes a list of numbers and returns the {what} of the "

@@ -12,7 +12,7 @@ import time
 from specviz.drafters import StagedDrafter, make_drafter
 from specviz.engine.plain import plain_steps
 from specviz.engine.speculative import speculative_steps
-from specviz.engine.step import run_steps
+from specviz.engine.loop import run_steps
 
 
 class Timed:

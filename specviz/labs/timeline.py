@@ -12,61 +12,13 @@ after one untimed warm-up run of each method (oneDNN sets up every new shape on 
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, field
 
 from specviz.drafters import drafter_choices, make_drafter
 from specviz.engine.plain import plain_steps
 from specviz.engine.speculative import speculative_steps
-from specviz.engine.step import run_steps
+from specviz.engine.loop import run_steps
 from specviz.engine.tree import tree_speculative_steps
-
-STAGES = ("prefill", "draft", "verify", "accept", "rollback", "overhead")
-LABELS = {"prefill": "target prefill (states for the draft)", "draft": "draft forwards",
-          "verify": "target forward (verify)", "accept": "acceptance rule", "rollback": "cache rollback",
-          "overhead": "overhead (trace, commit, counters)"}
-
-
-@dataclass(frozen=True)
-class Span:
-    cycle: int
-    stage: str
-    start_ms: float  # from the start of the run
-    end_ms: float
-
-    @property
-    def ms(self) -> float:
-        return self.end_ms - self.start_ms
-
-
-@dataclass
-class Lane:
-    """One method's run: its spans, tokens per cycle, and what it produced."""
-    name: str
-    spans: list[Span]
-    emitted: list[int]  # tokens committed by each cycle
-    positions: list[int]  # positions the target scored in each cycle's forward (1 for plain greedy)
-    tokens: list[int] = field(default_factory=list)
-
-    @property
-    def total_ms(self) -> float:
-        return self.spans[-1].end_ms if self.spans else 0.0
-
-    def stage_ms(self, stage: str) -> float:
-        return sum(s.ms for s in self.spans if s.stage == stage)
-
-    def forward_ms(self) -> float:
-        """Median ms of this lane's target forward (verify) spans."""
-        verify = [s.ms for s in self.spans if s.stage == "verify"]
-        return statistics.median(verify) if verify else float("nan")
-
-    def forward_quartiles(self) -> tuple[float, float]:
-        """25th and 75th percentile ms of the target forwards: the spread a single median hides."""
-        verify = [s.ms for s in self.spans if s.stage == "verify"]
-        if len(verify) < 2:
-            return (verify[0], verify[0]) if verify else (float("nan"), float("nan"))
-        q = statistics.quantiles(verify, n=4)
-        return q[0], q[2]
-
+from specviz.trace import STAGES, Lane, Span
 
 def spans_of(laps: list) -> list[Span]:
     """Decoding.lap marks -> spans: each mark ends a stage begun at the mark before it; a "start" mark only

@@ -19,13 +19,15 @@ import json
 import pathlib
 import re
 import statistics
+import time
 
 
 from specviz import ROOT
+from specviz.drafters import make_drafter
 from specviz.labs.measure import timed_rounds
 from specviz.labs.timing import time_forwards
 from specviz.engine.plain import plain_steps
-from specviz.engine.step import run_steps
+from specviz.engine.loop import run_steps
 from specviz.engine.tree import tree_speculative_steps
 
 V_SIZES = (1, 2, 4, 8, 16, 32, 64)
@@ -74,6 +76,21 @@ def chain_vs_tree(target, tokenizer, ids: list[int], runs: dict, max_new: int, r
                      "seconds range": (min(seconds[name]), max(seconds[name])),
                      "identical to greedy": result.token_ids == reference})
     return rows
+
+
+def measure_chain_vs_tree(models, ids: list[int], budget: int, depth: int, max_new: int, choices=None) -> dict:
+    """The Tree page's "Measure chain vs tree": v(n) for n = 1 .. 64 on this context, then the feature draft's chain
+    at K = depth (the tree's depth) and K = budget (the tree's verify cost), the EAGLE-2 tree of `budget` nodes (and
+    the Medusa heads' when shipped), timed interleaved with plain greedy; and how long it all took."""
+    start = time.perf_counter()
+    curve = verify_cost_curve(models.target, list(ids))
+    runs = {f"chain K={depth}": (lambda: make_drafter("feature", models), budget, depth),
+            f"chain K={budget}": (lambda: make_drafter("feature", models), budget, budget),
+            f"EAGLE-2 tree N={budget}": (lambda: make_drafter("eagle2", models), budget, depth)}
+    if models.medusa is not None:
+        runs[f"Medusa heads N={budget}"] = (lambda: make_drafter("medusa", models, choices=choices), budget, depth)
+    rows = chain_vs_tree(models.target, models.tokenizer, list(ids), runs, max_new)
+    return {"v": curve, "compare": rows, "seconds": time.perf_counter() - start}
 
 
 def comparison(rows: list[dict], curve: dict[int, dict]) -> list[dict]:

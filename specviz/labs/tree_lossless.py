@@ -19,6 +19,7 @@ import json
 import math
 import pathlib
 import statistics
+import time
 from collections import Counter
 from dataclasses import dataclass
 
@@ -33,7 +34,7 @@ from specviz.engine.tree import draft_tree, static_tree, tree_logits
 from specviz.verify import first_token_tv, verify_tree, verify_tree_typical
 from specviz.models import load_models
 from specviz.prompting import prompt_ids
-from specviz.training.data import held_out_prompts
+from specviz.prompting import held_out_prompts
 
 TYPICAL_TV = ROOT / "models" / "medusa" / "typical_tv.json"
 
@@ -143,6 +144,22 @@ def first_token_fit(counts: Counter, t: Tables) -> dict:
     for (x, _), c in counts.items():
         firsts[x] += c
     return goodness_of_fit(firsts, {x: float(t.p0[x]) for x in range(len(t.tokens)) if t.p0[x] > 0})
+
+
+def chi_square_run(target, draft, ids: list[int], trials: int, typical=None, seed: int = 0) -> dict:
+    """The Tree page's chi-square on the real model: p and q from real forwards on this prompt (T = 1, top-k 10),
+    `trials` tree cycles verified by recursive rejection sampling, the first token's and the first pair's fits; with
+    typical = (epsilon, delta) the same trials under Medusa's typical acceptance too (lossy)."""
+    start = time.perf_counter()
+    tables = real_tables(target, draft, list(ids), SamplingConfig(1.0, 10, 1.0, 0))
+    counts = sample_pairs(tables, trials, width=3, seed=seed)
+    lossy = None
+    if typical is not None:
+        lossy = (typical, first_token_fit(sample_pairs(tables, trials, width=3, seed=seed,
+                                                       verifier=typical_verifier(*typical)), tables))
+    return {"tables": tables, "first": first_token_fit(counts, tables),
+            "pairs": goodness_of_fit(counts, expected_pairs(tables)), "lossy": lossy,
+            "seconds": time.perf_counter() - start}
 
 
 def bin_names(fit: dict, t: Tables, decode) -> list[str]:

@@ -33,7 +33,7 @@ from specviz.labs.measure import timed_rounds
 from specviz.labs.tree_compare import interpolate, verify_cost_curve
 from specviz.labs.batched import PROMPTS as PROMPT_FILE
 from specviz.prompting import encode_prompt
-from specviz.engine.step import run_steps
+from specviz.engine.loop import run_steps
 
 
 @dataclass(frozen=True)

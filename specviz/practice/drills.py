@@ -15,8 +15,11 @@ import random
 import re
 from dataclasses import asdict, dataclass, field
 
+import torch
+
 from specviz.errors import SpecVizError
 from specviz.theory import DONT_SPECULATE, best_k, expected_tokens, walltime_improvement
+from specviz.verify import accept_probability, residual as residual_of, total_variation
 
 # The live drills import the engine inside their functions, on purpose: formula drills and `python -m specviz
 # drill --list` answer without loading torch and transformers (seconds on a 2-core machine)
@@ -51,7 +54,7 @@ class Grade:
 
 
 @dataclass(frozen=True)
-class Kind:
+class DrillKind:
     name: str
     title: str
     make: object  # (random.Random, seed) -> Drill, or (models, seed) -> Drill for live kinds
@@ -72,9 +75,9 @@ def _fmt(xs) -> str:
 def accept(rng: random.Random, seed: int) -> Drill:
     while True:  # no near-tie between u and the threshold: the verdict must not hinge on rounding
         p, q, u = _r(rng.uniform(0.02, 0.9), 2), _r(rng.uniform(0.05, 0.95), 2), _r(rng.random(), 2)
-        if abs(u - min(1.0, p / q)) > 0.03:
+        if abs(u - accept_probability(p, q)) > 0.03:
             break
-    ratio = min(1.0, p / q)
+    ratio = accept_probability(p, q)  # the engine's accept test: u < min(1, p/q)
     verdict = "accept" if u < ratio else "reject"
     return Drill(
         "accept", seed,
@@ -99,8 +102,8 @@ def residual(rng: random.Random, seed: int) -> Drill:
         p, q = _dist(rng, 4), _dist(rng, 4)
         if any(pi > qi for pi, qi in zip(p, q)):
             break
-    pos = [max(0.0, pi - qi) for pi, qi in zip(p, q)]
-    answer = [_r(x / sum(pos)) for x in pos]
+    answer = [_r(x) for x in residual_of(torch.tensor(p, dtype=torch.float64), torch.tensor(q, dtype=torch.float64))[0]]
+    pos = [max(0.0, pi - qi) for pi, qi in zip(p, q)]  # the explanation's arithmetic, step by step
     tokens = ["A", "B", "C", "D"]
     return Drill(
         "residual", seed,
@@ -191,8 +194,8 @@ def best_k_for(seed: int, a: float, c: float, v: float) -> Drill:
 
 def acceptance_rate(rng: random.Random, seed: int) -> Drill:
     p, q = _dist(rng, 4), _dist(rng, 4)
-    answer = _r(sum(min(a, b) for a, b in zip(p, q)), 2)
-    tv = 0.5 * sum(abs(a - b) for a, b in zip(p, q))
+    tv = total_variation(p, q)
+    answer = _r(1 - tv, 2)  # sum min(p, q) = 1 - TV(p, q)
     return Drill(
         "acceptance-rate", seed,
         f"Over four tokens: target $p = ({_fmt(p)})$, draft $q = ({_fmt(q)})$. What is the probability that a draft "
@@ -383,14 +386,14 @@ def live_accept(models, seed: int) -> Drill:
         raise SpecVizError("No verdict in this run's first cycles: try another seed.")
     v = verdicts[random.Random(seed).randrange(len(verdicts))]
     p, q, u = _r(v.p, 4), _r(v.q, 4), _r(v.u, 4)
-    verdict = "accept" if u < min(1.0, p / q) else "reject"
+    verdict = "accept" if u < accept_probability(p, q) else "reject"
     return Drill(
         "live-accept", seed,
         f"From a real cycle of the model (prompt “{prompt}”, cycle {c.cycle + 1}, draft position "
         f"{v.position + 1}): {_draft(models)} proposed {_tok(v.text)} with $q = {q}$, the target gives it $p = {p}$, "
         f"and the draw was $u = {u}$. Accept or reject?",
         dict(p=p, q=q, u=u, prompt=prompt, cycle=c.cycle, position=v.position), verdict, 0.0,
-        f"$\\min(1, p/q) = \\min(1, {p}/{q}) = {min(1.0, p / q):.4f}$; $u = {u}$ is "
+        f"$\\min(1, p/q) = \\min(1, {p}/{q}) = {accept_probability(p, q):.4f}$; $u = {u}$ is "
         f"{'below' if verdict == 'accept' else 'not below'} it: **{verdict}**. (The engine decided the same: "
         f"{'accepted' if v.accepted else 'rejected'}.)",
         "pages/2_Speculative_decoding.py", "choice", ("accept", "reject"))
@@ -492,36 +495,37 @@ def live_beam_prune(models, seed: int) -> Drill:
         "pages/1_Beam_search.py", "list")
 
 
-KINDS: dict[str, Kind] = {k.name: k for k in [
-    Kind("accept", "Accept or reject (p, q, u)", accept, page="pages/2_Speculative_decoding.py"),
-    Kind("residual", "The residual after a rejection", residual, page="pages/4_Lossless_lab.py"),
-    Kind("tokens-per-pass", "Expected tokens per verify pass", tokens_per_pass, page="pages/3_Speedup_lab.py"),
-    Kind("walltime", "Walltime improvement", walltime, page="pages/3_Speedup_lab.py"),
-    Kind("best-k", "The best K (or don't speculate)", best_k_drill, page="pages/3_Speedup_lab.py"),
-    Kind("acceptance-rate", "Acceptance rate from p and q", acceptance_rate, page="pages/4_Lossless_lab.py"),
-    Kind("kv-gib", "KV-cache memory", kv_gib, page="pages/8_Serving_lab.py"),
-    Kind("greedy-verify", "Greedy verification", greedy_verify, page="pages/2_Speculative_decoding.py"),
-    Kind("roofline-batch", "Where the roofline turns compute-bound", roofline_batch, page="pages/8_Serving_lab.py"),
-    Kind("beam-rank", "Length penalty: which hypothesis wins", beam_rank, page="pages/1_Beam_search.py"),
-    Kind("tree-walk", "Greedy walk of a draft tree", tree_walk, page="pages/7_Tree_speculation.py"),
-    Kind("live-accept", "Live: accept or reject a real draft token", live_accept, True,
+DRILLS: dict[str, DrillKind] = {k.name: k for k in [
+    DrillKind("accept", "Accept or reject (p, q, u)", accept, page="pages/2_Speculative_decoding.py"),
+    DrillKind("residual", "The residual after a rejection", residual, page="pages/4_Lossless_lab.py"),
+    DrillKind("tokens-per-pass", "Expected tokens per verify pass", tokens_per_pass, page="pages/3_Speedup_lab.py"),
+    DrillKind("walltime", "Walltime improvement", walltime, page="pages/3_Speedup_lab.py"),
+    DrillKind("best-k", "The best K (or don't speculate)", best_k_drill, page="pages/3_Speedup_lab.py"),
+    DrillKind("acceptance-rate", "Acceptance rate from p and q", acceptance_rate, page="pages/4_Lossless_lab.py"),
+    DrillKind("kv-gib", "KV-cache memory", kv_gib, page="pages/8_Serving_lab.py"),
+    DrillKind("greedy-verify", "Greedy verification", greedy_verify, page="pages/2_Speculative_decoding.py"),
+    DrillKind("roofline-batch", "Where the roofline turns compute-bound", roofline_batch,
+              page="pages/8_Serving_lab.py"),
+    DrillKind("beam-rank", "Length penalty: which hypothesis wins", beam_rank, page="pages/1_Beam_search.py"),
+    DrillKind("tree-walk", "Greedy walk of a draft tree", tree_walk, page="pages/7_Tree_speculation.py"),
+    DrillKind("live-accept", "Live: accept or reject a real draft token", live_accept, True,
          "pages/2_Speculative_decoding.py"),
-    Kind("live-residual", "Live: the residual of a real rejection", live_residual, True,
+    DrillKind("live-residual", "Live: the residual of a real rejection", live_residual, True,
          "pages/2_Speculative_decoding.py"),
-    Kind("live-greedy-verify", "Live: greedy verification of a real cycle", live_greedy_verify, True,
+    DrillKind("live-greedy-verify", "Live: greedy verification of a real cycle", live_greedy_verify, True,
          "pages/2_Speculative_decoding.py"),
-    Kind("live-beam-prune", "Live: which real beam candidates survive", live_beam_prune, True,
+    DrillKind("live-beam-prune", "Live: which real beam candidates survive", live_beam_prune, True,
          "pages/1_Beam_search.py"),
 ]}
 
 
 def make(kind: str, seed: int, models=None) -> Drill:
     """The drill of `kind` for `seed` (the same drill every time); live kinds need the loaded models."""
-    if kind not in KINDS:
-        raise SpecVizError(f"Unknown drill kind {kind[:40]!r}: use one of {', '.join(KINDS)}.")
+    if kind not in DRILLS:
+        raise SpecVizError(f"Unknown drill kind {kind[:40]!r}: use one of {', '.join(DRILLS)}.")
     if not 0 <= seed < 2 ** 31:
         raise SpecVizError(f"The seed must be in 0..2^31 - 1; got {seed}.")
-    k = KINDS[kind]
+    k = DRILLS[kind]
     if k.live:
         if models is None:
             raise SpecVizError(f"The {kind} drill reads a real run: it needs the embedded model loaded.")

@@ -8,6 +8,8 @@
   A score of at least RIGHT (0.8) counts as right, as in the Leitner boxes (specviz.practice.progress).
 - A round's summary: score by level and by topic, and the cards missed.
 - A mock interview's verdict: L4 / L5 / L6 from the rubric scores of its steps, by the rule VERDICT_RULE.
+- A graded mock interview (issue 47): the next question (a follow-up on the weakest missed point, else the chain's
+  next step; FOLLOW_UP_RULE), its state, and the transcript.
 """
 from __future__ import annotations
 
@@ -25,6 +27,12 @@ ROUND_SIZES = (5, 10, 20, 0)  # 0: every card that matches the filters
 TIMER_SECONDS = (60, 90, 120, 180, 300)
 LEVEL_NAMES = {"L4": "fundamentals", "L5": "mechanics and trade-offs", "L6": "systems and design"}
 BELOW_L4 = "below L4"  # a mock verdict under the L4 floor
+KIND_NAMES = {"question": "question", "truefalse": "true or false", "code": "code: find the bug"}
+
+
+def level_label(level: str) -> str:
+    """A level as the filters and the card header name it: "L5 · mechanics and trade-offs"."""
+    return f"{level} · {LEVEL_NAMES.get(level, '')}"
 
 
 def new_seed() -> int:
@@ -71,6 +79,32 @@ def round_order(items: Iterable[QuizItem], seed: int, number: int = 1, topics=()
     return order[:size] if size and size > 0 else order
 
 
+def page_count(total: int, per_page: int) -> int:
+    """Pages of `per_page` items for `total` items (at least one, empty or not)."""
+    return max(1, -(-total // per_page))
+
+
+def page_of(pool: Sequence, page: int, per_page: int) -> list:
+    """Page `page` (1-based) of `pool`."""
+    return list(pool[(page - 1) * per_page:page * per_page])
+
+
+def round_for(items: Iterable[QuizItem], key: tuple, seed: int, number: int, history: dict[str, float],
+              store=None, learner: int | None = None) -> list[str]:
+    """A round's card ids from the page's filters `key` (topics, levels, missed only, due first, size). "Missed
+    only" and "due first" read the learner's saved boxes from `store` (a Progress) when a learner is named, else
+    this session's `history` (card id -> last score)."""
+    topics, levels, missed_only, due_first, size = key
+    saved = store is not None and learner is not None
+    only = None
+    if missed_only:
+        only = store.missed(learner) if saved else session_missed(history)
+    due = None
+    if due_first:
+        due = (lambda ids: store.due_order(learner, ids)) if saved else (lambda ids: session_due_order(ids, history))
+    return round_order(items, seed, number, topics, levels, only, due, size)
+
+
 @dataclass
 class Round:
     """One round's state: its cards in order, the card being asked, and the scores given so far."""
@@ -107,6 +141,16 @@ class Round:
     @property
     def total(self) -> float:
         return sum(self.scores.values())
+
+    @property
+    def right(self) -> int:
+        """Cards scoring at least RIGHT so far."""
+        return sum(is_right(x) for x in self.scores.values())
+
+
+def needs_new_round(r: Round | None, key: tuple, known) -> bool:
+    """No round yet, other filters than the round's, or a card of it gone from the bank (`known`: the ids now)."""
+    return r is None or r.key != key or any(c not in known for c in r.order)
 
 
 def rubric_score(ticked: Sequence[bool]) -> float:
@@ -155,6 +199,24 @@ def box_message(box: int) -> str:
     return f"Leitner box {box} of {max(INTERVAL_DAYS)}: {when}."
 
 
+def score_note(score: float, box: int | None = None) -> str:
+    """The line under the next card about the last one: its score and, when saved, where it went (box)."""
+    note = f"Last card: {fmt(score)} of 1."
+    return note if box is None else f"{note} {box_message(box)}"
+
+
+def made_score(made: Sequence[bool]) -> float:
+    """A graded answer's score: the points counted as made (after overrules) ÷ the points."""
+    return sum(made) / max(1, len(made))
+
+
+def point_rows(points, made: Sequence[bool] | None = None) -> list[tuple]:
+    """A graded answer's points as Progress.record_points takes them: (n, point, graded made, counted made); the
+    counted ones are the learner's overrules applied (`made`), or the grader's own when there is none."""
+    made = [p.made for p in points] if made is None else made
+    return [(n, p.point, p.made, m) for n, (p, m) in enumerate(zip(points, made))]
+
+
 @dataclass(frozen=True)
 class Row:
     name: str
@@ -173,6 +235,10 @@ class Summary:
     by_level: tuple[Row, ...]
     by_topic: tuple[Row, ...]
     missed: tuple[str, ...]  # ids scoring under RIGHT, in the round's order
+
+    @property
+    def percent(self) -> float:
+        return 100 * self.score / self.cards if self.cards else 0.0
 
 
 def summarize(order: Sequence[str], scores: dict[str, float], by_id: dict[str, QuizItem]) -> Summary:
@@ -219,6 +285,22 @@ def mock_verdict(step_scores: Sequence[float]) -> Verdict:
     return Verdict(level, mean, min(range(len(s)), key=s.__getitem__))
 
 
+def work_on(v: Verdict, step_scores: Sequence[float]) -> int | None:
+    """The step to work on first: the weakest one, unless even it scored full marks."""
+    return v.weakest if v.weakest is not None and step_scores[v.weakest] < 1 else None
+
+
+def step_rows(mock, step_scores: Sequence[float]) -> list[dict]:
+    """The verdict's table for a chain the learner ticked: one row per step."""
+    return [{"Step": n + 1, "Question": s.question, "Score": fmt(x)}
+            for n, (s, x) in enumerate(zip(mock.steps, step_scores))]
+
+
+def past_results(mocks: Iterable[tuple[str, str, float]], mock_id: str) -> str:
+    """A learner's results on one chain (Progress.mocks: (chain, level, mean) rows), oldest first."""
+    return ", ".join(f"{lvl} ({round(100 * s)} %)" for mid, lvl, s in mocks if mid == mock_id)
+
+
 @dataclass
 class Mock:
     """A mock interview in progress: which chain, the step asked, each step's score, when the step started."""
@@ -233,6 +315,11 @@ class Mock:
     @property
     def done(self) -> bool:
         return self.step >= self.steps
+
+    @property
+    def last(self) -> bool:
+        """The step asked is the chain's last: its score brings the verdict."""
+        return self.step + 1 == self.steps
 
     def score(self, value: float) -> None:
         self.scores.append(min(max(float(value), 0.0), 1.0))
@@ -257,6 +344,25 @@ class Asked:
     answer: str = ""
     points: tuple = ()  # (point, made, evidence, confidence) per rubric point
     score: float | None = None
+
+
+def graded_state(state: dict | None, mock_id: str) -> dict:
+    """A graded interview's state: the one under way on this chain, else a fresh one (another chain picked)."""
+    if state is None or state["id"] != mock_id:
+        return {"id": mock_id, "asked": [], "recorded": False}
+    return state
+
+
+def asked_from(card_id: str, question: str, why: str, answer: str, grade) -> Asked:
+    """A step of a graded interview once its answer is graded (`grade`: a specviz.practice.grade.Grade)."""
+    return Asked(card_id, question, why, answer,
+                 tuple((p.point, p.made, p.evidence, p.confidence) for p in grade.points), grade.score)
+
+
+def asked_rows(asked: Sequence[Asked]) -> list[dict]:
+    """The verdict's table for a graded interview: one row per question asked, with why it was asked."""
+    return [{"Step": n + 1, "Question": a.question, "Why asked": a.why, "Score": fmt(a.score)}
+            for n, a in enumerate(asked)]
 
 
 FOLLOW_UP_RULE = ("After an answer to one of the chain's questions, the interviewer follows up on the point the "

@@ -1,7 +1,7 @@
 """Training the two shipped drafts on the target's own outputs (`python -m specviz.distill`; the recipe is
 in cli.py). One idea per file:
 
-  subjects.json  task templates and subject lists (training and held-out)
+  (specviz/subjects.json: the task templates and subject lists, training and held-out, read by specviz/prompting.py)
   data.py        prompts, the target's answers and their top-k soft labels, cached in job order
   loss.py        the one top-k distillation loss
   token.py       the untrained token draft and its loss on one sequence

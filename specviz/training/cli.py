@@ -40,8 +40,8 @@ from specviz.drafters.feature import load as load_feature_draft
 from specviz.drafters.medusa import load as load_medusa
 from specviz.models import REPO_ROOT, load_target
 from specviz.training import feature, medusa, token
-from specviz.training.data import (EXTRA_SUBJECTS, MORE_SUBJECTS, cached_data, features_path, fresh_jobs,
-                                   head_subset, training_jobs)
+from specviz.prompting import EXTRA_SUBJECTS, MORE_SUBJECTS
+from specviz.training.data import cached_data, features_path, fresh_jobs, head_subset, training_jobs
 from specviz.training.evaluate import evaluate, evaluation_prompts
 from specviz.training.export import export
 from specviz.training.train import train

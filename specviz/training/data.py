@@ -1,4 +1,5 @@
-"""Training data: chat prompts from task templates x subjects (subjects.json), the target's answers to
+"""Training data: chat prompts from task templates x subjects (specviz/subjects.json, read by
+specviz/prompting.py), the target's answers to
 them, and one teacher-forced target pass over each answer storing its top-k next-token log-probs (the
 soft labels). The answers are cached in job order, so a longer run extends a shorter run's cache.
 
@@ -10,7 +11,6 @@ evaluation's prompts.
 from __future__ import annotations
 
 import itertools
-import json
 import pathlib
 import random
 import time
@@ -18,25 +18,9 @@ import time
 import torch
 
 from specviz.models import load_target
-from specviz.prompting import prompt_ids
+from specviz.prompting import EXTRA_SUBJECTS, FRESH_SUBJECTS, MORE_SUBJECTS, SUBJECTS, prompt_ids, prompts
 
-LISTS = json.loads(pathlib.Path(__file__).with_name("subjects.json").read_text())
-TASKS: list[str] = LISTS["tasks"]
-SUBJECTS: list[str] = LISTS["subjects"]
-EXTRA_SUBJECTS: list[str] = LISTS["extra_subjects"]
-MORE_SUBJECTS: list[str] = LISTS["more_subjects"]
-# a fourth list, for a fine-tuning stage on answers the shipped drafts never saw (models/README.md, "fine-tune")
-FRESH_SUBJECTS: list[str] = LISTS["fresh_subjects"]
-HELD_OUT: list[str] = LISTS["held_out"]
 DATA_SLICE = 480  # answers generated between two saves of the data cache
-
-
-def prompts(subjects) -> list[str]:
-    return [t.format(s=s) for s, t in itertools.product(subjects, TASKS)]
-
-
-def held_out_prompts() -> list[str]:
-    return prompts(HELD_OUT)
 
 
 def training_jobs(seed: int, temps, answers_per_prompt: int, extra_subjects: int, n_prompts: int = 0):

@@ -5,18 +5,17 @@ import statistics
 
 import torch
 
-from specviz.drafters import FeatureDrafter, ModelDrafter
-from specviz.drafters.eagle2 import Eagle2Drafter
+from specviz.drafters import make_drafter
 from specviz.drafters.feature import FeatureDraft, shifted
 from specviz.engine.plain import plain_steps
 from specviz.labs.measure import timed_rounds
 from specviz.labs.timing import forward_ms
-from specviz.prompting import prompt_ids
 from specviz.engine.speculative import speculative_steps
-from specviz.engine.step import run_steps
+from specviz.engine.loop import run_steps
 from specviz.engine.tree import tree_speculative_steps
 from specviz.trace import Counters
-from specviz.training.data import TASKS, held_out_prompts
+from specviz.models import Models
+from specviz.prompting import TASKS, held_out_prompts, prompt_ids
 
 PLAIN = "plain greedy"
 TREE = "eagle2 N=16 D=6"  # the benchmark's EAGLE-2 row: 16 nodes per verify pass, depth 6
@@ -81,11 +80,13 @@ def evaluate(target, tok, draft, n_prompts: int = 16, max_new: int = 64, ks=(2, 
     sum_x min(p, q) = 1 - TV(p, q)); c; and the wall-clock speedup over plain greedy per K, each prompt
     timed in `rounds` interleaved rounds (median)."""
     feature = isinstance(draft, FeatureDraft)
-    drafter = (lambda: FeatureDrafter(draft)) if feature else (lambda: ModelDrafter(draft))
+    models = Models(target, tok, None if feature else draft, "token draft", target.device,
+                    feature_draft=draft if feature else None)
+    drafter = lambda: make_drafter("feature" if feature else "token", models)  # noqa: E731
     ids_list = evaluation_prompts(tok, n_prompts)
     out = {"prompts": len(ids_list), "max_new_tokens": max_new}
     runs = timed_runs(target, tok, drafter, ids_list, max_new, ks, rounds, log,
-                      tree=(lambda: Eagle2Drafter(draft)) if feature else None)
+                      tree=(lambda: make_drafter("eagle2", models)) if feature else None)
     plain = runs[PLAIN]
     for k in ks:
         run = runs[f"K={k}"]

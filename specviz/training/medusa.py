@@ -23,7 +23,7 @@ from safetensors.torch import load_file, save_file
 
 from specviz.drafters.medusa import MedusaHeads, target_rows
 from specviz.prompting import prompt_ids
-from specviz.training.data import EXTRA_SUBJECTS, MORE_SUBJECTS, SUBJECTS, prompts
+from specviz.prompting import EXTRA_SUBJECTS, MORE_SUBJECTS, SUBJECTS, prompts
 from specviz.training.loss import topk_cross_entropy
 
 

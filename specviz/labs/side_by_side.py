@@ -10,7 +10,7 @@ from specviz.engine.beam import beam_steps
 from specviz.drafters import make_drafter
 from specviz.engine.plain import plain_steps
 from specviz.engine.speculative import speculative_steps
-from specviz.engine.step import run_steps
+from specviz.engine.loop import run_steps
 
 
 @dataclass(frozen=True)

@@ -194,7 +194,8 @@ def test_improvement_chart_names_the_best_k_values_and_keeps_the_measured_label_
 
 @pytest.mark.fast
 def test_speedup_lab_quotes_the_benchmark_from_its_json():
-    from specviz.labs.compare import estimate_note, load_bench, packing_note
+    from specviz.figures.speedup import estimate_note, packing_note
+    from specviz.labs.committed import load_bench
 
     bench = load_bench()
     note = packing_note(bench)

@@ -1,6 +1,6 @@
 """A step page's run: its trace recorded once per server for everyone who asks for the same settings
 (recordings), this session's cursor over it and everything else the page keeps about it in ONE object
-(Run, at st.session_state[name]), the address bar kept in step (a link reopens the same screen), and the
+(StepState, at st.session_state[name]), the address bar kept in step (a link reopens the same screen), and the
 Step / Back / Play / Run to end / Reset controls (keys → ← Space)."""
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from ui.state import keep, owned, page_hash
 
 
 @dataclasses.dataclass
-class Run:
+class StepState:
     """Everything this session keeps about one step page's run, in one place (st.session_state[name])."""
     params: tuple = ()  # the settings the recording was made for
     replay: Replay | None = None  # this session's cursor over the shared recording
@@ -31,11 +31,11 @@ class Run:
     link: tuple[str, dict] = ("", {})  # the page and its settings as URL parameters
 
 
-def run_of(name: str) -> Run:
-    """This session's Run for the page `name` (created empty on first use)."""
+def state_of(name: str) -> StepState:
+    """This session's StepState for the page `name` (created empty on first use)."""
     run = st.session_state.get(name)
-    if not isinstance(run, Run):
-        run = st.session_state[name] = Run()
+    if not isinstance(run, StepState):
+        run = st.session_state[name] = StepState()
     return run
 
 
@@ -99,7 +99,7 @@ def get_replay(name: str, params: tuple, factory, phases: int = 1):
     always starts a clean run. On a session's first visit (and on Back or Forward to an earlier address, see
     ui.state.history_visit) a link's ?step= puts the cursor where the link was."""
     owned("replay", name)
-    run = run_of(name)
+    run = state_of(name)
     if run.replay is None or run.params != params:
         run.params, run.playing = params, False
         run.replay = Replay(recordings().get((name, params), lambda: one_at_a_time(factory())), phases)
@@ -116,7 +116,7 @@ def get_replay(name: str, params: tuple, factory, phases: int = 1):
 
 def reset(name: str):
     """A new cursor at the start (the recording stays: stepping again replays it)."""
-    run = run_of(name)
+    run = state_of(name)
     if run.replay is not None:
         run.replay = Replay(run.replay.recording, run.replay._phases)
     run.playing = False
@@ -125,11 +125,11 @@ def reset(name: str):
 def link(name: str, page: str, values: dict) -> None:
     """The page's settings as URL query parameters (the ones a first visit reads); controls() keeps the
     address bar in step with them and the cursor (?step=), and offers the link to copy."""
-    run_of(name).link = (page, {k: str(int(v) if isinstance(v, bool) else v) for k, v in values.items()})
+    state_of(name).link = (page, {k: str(int(v) if isinstance(v, bool) else v) for k, v in values.items()})
 
 
 def url_params(name: str, replay) -> tuple[str, dict]:
-    page, values = run_of(name).link
+    page, values = state_of(name).link
     params = dict(values)
     settings = st.session_state.get("s_prompt"), st.session_state.get("s_chat", True)
     params["prompt"], params["chat"] = settings[0] or "", str(int(bool(settings[1])))
@@ -173,13 +173,13 @@ def act(name: str, action):
         try:
             action()
         except SpecVizError as e:
-            run_of(name).error = str(e)
+            state_of(name).error = str(e)
     return cb
 
 
 def toggle_play(name: str):
     def cb():
-        run = run_of(name)
+        run = state_of(name)
         run.playing = not run.playing
     return cb
 
@@ -187,7 +187,7 @@ def toggle_play(name: str):
 def controls(name: str, replay, whole_label: str | None = None) -> None:
     """Step / Back / Play / Run to end / Reset, with keys → ← Space (shown on the buttons); Step computes only
     past the recorded trace. Then "Copy link" (this screen: settings and step) and the trace as JSON."""
-    run = run_of(name)
+    run = state_of(name)
     if run.playing and replay.at_end:
         run.playing = False
     playing = run.playing
@@ -226,7 +226,7 @@ def controls(name: str, replay, whole_label: str | None = None) -> None:
 
 def play_tick(name: str, replay) -> None:
     """Called at the top of a fragment that Streamlit re-runs every few hundred ms while playing."""
-    run = run_of(name)
+    run = state_of(name)
     if run.playing:
         try:
             moved = replay.forward()
@@ -240,7 +240,7 @@ def play_tick(name: str, replay) -> None:
 
 def play_interval(name: str, default: float = 0.8):
     speed = st.session_state.get(name + "_speed", default)
-    return speed if run_of(name).playing else None
+    return speed if state_of(name).playing else None
 
 
 SPEEDS = [0.3, 0.5, 0.8, 1.2, 2.0]

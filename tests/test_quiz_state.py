@@ -1,0 +1,168 @@
+"""The quiz state machine out of the page (issue 46), checked without Streamlit: a round from the page's filters
+(saved progress or this session's), when a new round starts, the note and points recorded for a graded answer, the
+graded interview's follow-ups, its state and its verdict table, and paging."""
+from types import SimpleNamespace
+
+import pytest
+
+from specviz.practice import quiz as Q
+from specviz.practice.progress import RIGHT
+from specviz.qa.bank import MockInterview, MockStep, QuizItem
+
+pytestmark = pytest.mark.fast
+
+
+def card(id, topic="t", level="L5"):
+    return QuizItem(id, topic, level, f"prompt {id}", "answer", "src", "", "question")
+
+
+ITEMS = [card(c) for c in "abcdef"]
+MOCK = MockInterview("m", "A chain", "", tuple(MockStep(f"Q{n}?", ("x", "y"), "", "", "") for n in (1, 2, 3)))
+
+
+class Store:
+    """Progress as round_for reads it: the saved missed cards and the Leitner order."""
+
+    def __init__(self):
+        self.calls = []
+
+    def missed(self, learner):
+        self.calls.append(("missed", learner))
+        return {"b", "e"}
+
+    def due_order(self, learner, ids):
+        self.calls.append(("due", learner))
+        return sorted(ids, reverse=True)
+
+
+def test_a_round_from_the_filters_reads_saved_progress_only_with_a_learner():
+    history = {"a": 0.0, "c": 1.0}
+    key = ((), (), True, False, 0)
+    assert sorted(Q.round_for(ITEMS, key, 7, 1, history)) == ["a"]  # this session's missed card
+    store = Store()
+    assert sorted(Q.round_for(ITEMS, key, 7, 1, history, store, 3)) == ["b", "e"]
+    assert store.calls == [("missed", 3)]
+    assert sorted(Q.round_for(ITEMS, key, 7, 1, history, store, None)) == ["a"]  # no name: the session's
+    # due first: the store's order with a learner, else this session's (missed, unseen, right)
+    due = ((), (), False, True, 3)
+    assert Q.round_for(ITEMS, due, 7, 1, history, Store(), 3) == ["f", "e", "d"]
+    assert Q.round_for(ITEMS, due, 7, 1, history)[0] == "a"
+    assert "c" not in Q.round_for(ITEMS, ((), (), False, True, 5), 7, 1, history)  # the right one comes last
+    # the plain filters: the session's shuffle, cut to the size
+    assert Q.round_for(ITEMS, ((), (), False, False, 0), 7, 2, {}) == Q.shuffled(list("abcdef"), 7, 2)
+
+
+def test_a_new_round_starts_for_other_filters_or_a_card_gone_from_the_bank():
+    key = (("t",), (), False, False, 10)
+    r = Q.Round(["a", "b"], key)
+    known = {"a": 1, "b": 2}
+    assert Q.needs_new_round(None, key, known)
+    assert not Q.needs_new_round(r, key, known)
+    assert Q.needs_new_round(r, ((), (), False, False, 10), known)
+    assert Q.needs_new_round(r, key, {"a": 1})
+
+
+def test_the_round_counts_right_cards_and_the_summary_its_share_of_points():
+    r = Q.Round(["a", "b", "c"])
+    for score in (1.0, RIGHT, 0.5):
+        r.grade(score)
+        r.next()
+    assert r.right == 2
+    by_id = {i.id: i for i in ITEMS}
+    assert Q.summarize(r.order, r.scores, by_id).percent == pytest.approx(100 * (1.5 + RIGHT) / 3)
+    assert Q.summarize([], {}, by_id).percent == 0
+
+
+def test_the_note_after_a_card_says_its_box_only_when_saved():
+    assert Q.score_note(0.5) == "Last card: 0.5 of 1."
+    note = Q.score_note(1.0, 2)
+    assert note.startswith("Last card: 1 of 1. ") and note.endswith(Q.box_message(2))
+
+
+def point(text, made, confidence=0.9, evidence=""):
+    return SimpleNamespace(point=text, made=made, confidence=confidence, evidence=evidence)
+
+
+def test_overruled_points_count_the_other_way_but_keep_the_graders_verdict():
+    points = [point("p0", True), point("p1", False), point("p2", False)]
+    made = [True, True, False]  # the learner overruled p1
+    assert Q.made_score(made) == pytest.approx(2 / 3) and Q.made_score([]) == 0
+    assert Q.point_rows(points, made) == [(0, "p0", True, True), (1, "p1", False, True), (2, "p2", False, False)]
+    assert Q.point_rows(points) == [(0, "p0", True, True), (1, "p1", False, False), (2, "p2", False, False)]
+
+
+def asked(card_id, points, score=0.5, answer="an answer"):
+    return Q.Asked(card_id, "q", "why", answer, tuple((p, made, "", conf) for p, made, conf in points), score)
+
+
+def test_the_follow_up_is_on_the_missed_point_the_grader_was_surest_of():
+    seen = []
+
+    def pick(missed_point, exclude):
+        seen.append((missed_point, list(exclude)))
+        return SimpleNamespace(id="other", question="Why is it exact?")
+
+    first = asked("m:1", [("made it", True, 0.99), ("weak miss", False, 0.6), ("sure miss", False, 0.95)])
+    card_id, question, why = Q.next_question(MOCK, [first], pick)
+    assert (card_id, question) == ("other", "Why is it exact?") and "sure miss" in why
+    assert seen == [("sure miss", ["m:1"])]  # asked cards are never asked again
+    # after a follow-up: the chain's next question, even if the follow-up missed points too
+    follow = asked("other", [("a point", False, 0.9)])
+    assert Q.next_question(MOCK, [first, follow], pick)[:2] == ("m:2", "Q2?")
+    # nothing missed, or no card close to the point: the chain's next question
+    full = asked("m:1", [("made it", True, 0.9)])
+    assert Q.next_question(MOCK, [full], pick)[0] == "m:2"
+    assert Q.next_question(MOCK, [first], lambda p, e: None)[0] == "m:2"
+
+
+def test_a_graded_interview_asks_as_many_questions_as_the_chain_has():
+    asked_ = []
+    always = lambda p, e: SimpleNamespace(id=f"f{len(e)}", question="follow-up?")
+    while (nxt := Q.next_question(MOCK, asked_, always)) is not None:
+        asked_.append(asked(nxt[0], [("x", False, 0.9)]))
+        assert len(asked_) <= len(MOCK.steps)
+    assert [a.card for a in asked_] == ["m:1", "f1", "m:2"]  # one follow-up at a time, then back to the chain
+
+
+def test_the_graded_interview_state_is_kept_per_chain():
+    s = Q.graded_state(None, "m")
+    assert s == {"id": "m", "asked": [], "recorded": False}
+    s["asked"].append("x")
+    assert Q.graded_state(s, "m") is s
+    assert Q.graded_state(s, "other") == {"id": "other", "asked": [], "recorded": False}
+
+
+def test_an_answer_graded_becomes_a_step_of_the_transcript():
+    grade = SimpleNamespace(points=[point("p0", True, 0.8, "said it"), point("p1", False, 0.7)], score=0.5)
+    a = Q.asked_from("m:1", "Q1?", "the chain's first question", "line one\nline two", grade)
+    assert a.points == (("p0", True, "said it", 0.8), ("p1", False, "", 0.7)) and a.score == 0.5
+    md = Q.transcript("A chain", [a], Q.mock_verdict([a.score]))
+    assert "> line one\n> line two" in md  # a multi-line answer stays quoted
+    assert "- ✓ p0 — “said it”" in md and "- ✗ p1\n" in md and "## Verdict: L5" in md
+
+
+def test_the_verdict_tables_and_the_step_to_work_on():
+    assert Q.step_rows(MOCK, [1.0, 0.5, 0.25]) == [{"Step": 1, "Question": "Q1?", "Score": "1"},
+                                                   {"Step": 2, "Question": "Q2?", "Score": "0.5"},
+                                                   {"Step": 3, "Question": "Q3?", "Score": "0.25"}]
+    rows = Q.asked_rows([asked("m:1", [], 2 / 3)])
+    assert rows == [{"Step": 1, "Question": "q", "Why asked": "why", "Score": "0.67"}]
+    assert Q.work_on(Q.mock_verdict([1, 0.5, 0.75]), [1, 0.5, 0.75]) == 1
+    assert Q.work_on(Q.mock_verdict([1, 1]), [1, 1]) is None  # nothing to work on when every step is full
+    assert Q.past_results([("m", "L5", 0.62), ("n", "L6", 1.0), ("m", "L6", 0.9)], "m") == "L5 (62 %), L6 (90 %)"
+
+
+def test_the_mock_knows_its_last_step():
+    m = Q.Mock("m", 2)
+    assert not m.last
+    m.score(1)
+    assert m.last
+    m.score(1)
+    assert m.done and not m.last
+
+
+def test_paging_and_labels():
+    assert [Q.page_count(n, 20) for n in (0, 1, 20, 21, 130)] == [1, 1, 1, 2, 7]
+    assert Q.page_of(list(range(45)), 3, 20) == list(range(40, 45)) and Q.page_of([], 1, 20) == []
+    assert Q.level_label("L5") == "L5 · mechanics and trade-offs" and Q.level_label("L9") == "L9 · "
+    assert set(Q.KIND_NAMES) == {"question", "truefalse", "code"}
