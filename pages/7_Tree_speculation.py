@@ -1,8 +1,6 @@
 """Tree speculation, one cycle at a time: a tree of drafted candidates, ONE target pass over every node with
 a tree attention mask, the walk from the root, and the KV cache keeping only the accepted path."""
 
-import time
-
 import streamlit as st
 
 from ui.charts import chart
@@ -17,6 +15,7 @@ from ui.measured import on_button
 from specviz.drafters import make_drafter
 from specviz.errors import SpecVizError
 from specviz.figures import md_escape
+from specviz.figures import tree as T
 from specviz.views import whole_run
 from specviz.views.tree_speculation import tree_event
 from specviz.figures.tree import (break_even_figure, chain_vs_tree_figure, fit_figure, sized_tree_figure,
@@ -25,12 +24,10 @@ from specviz.sampling import SamplingConfig
 from specviz.tokens import token_text
 from specviz.engine.tree import tree_speculative_steps
 from specviz.labs.tree_sizing import size_and_measure
-from specviz.labs.tree_compare import (break_even, chain_vs_tree, comparison, finding, tree_benchmark, tree_faster,
-                                  verify_cost_curve)
+from specviz.labs.tree_compare import break_even, comparison, finding, measure_chain_vs_tree, tree_benchmark
 from specviz.medusa_choices import MAX_CHARS, parse_choices
 from specviz.practice.predict import mark_tree
-from specviz.labs.tree_lossless import (bin_names, expected_pairs, first_token_fit, fit_verdict, goodness_of_fit,
-                                   load_typical_tv, real_tables, sample_pairs, typical_verifier)
+from specviz.labs.tree_lossless import bin_names, chi_square_run, fit_verdict, load_typical_tv
 
 settings = sidebar()
 st.title("Tree speculation")
@@ -176,23 +173,7 @@ export_lesson("tr", "tree", params, [replay], lambda: whole_run(
                    **(dict(epsilon=epsilon, delta=delta) if typical else {})))
 
 with st.expander("Why not just take the longest accepted path? (sampling)", expanded=False):
-    st.markdown(
-        "Tempting: judge every node with min(1, p/q) against its parent's p on its own and keep the longest "
-        "path down from the root whose nodes all passed. It is **biased**, two ways. (1) Which of several "
-        "accepted siblings wins depends on how far its subtree got, a property of the draft's continuations, "
-        "not of p: a token whose "
-        "continuations the draft guesses well is emitted more often than p says. (2) Siblings judged against the "
-        "same p do not share out p's mass. Say p(a) = 0.8, p(b) = 0.2 and the draft proposes both, a first (one-hot "
-        "q each). The exact rule accepts a with 0.8; after a's rejection the residual is all b, so b is accepted: "
-        "b comes out 0.2 of the time, as p says. Judged on its own, b passes only 20 % of the time after a failed "
-        "and the rest falls back to p: b comes out 0.2 × (0.2 + 0.8 × 0.2) = 0.072, a 0.928.\n\n"
-        "**Multi-draft recursive rejection sampling** (SpecInfer) walks from the root and at each node tries its "
-        "children **in turn**: child x is accepted with min(1, p(x)/q(x)); after a rejection, p ← normalize(max(0, "
-        "p − q)) for the next child (a deterministic child has one-hot q: its token simply leaves p). If every "
-        "child fails, the token is drawn from the final residual. Each step is the single-draft rule applied to "
-        "what is left, so by the same argument as for a chain (accepted mass min(p, q) + rejected mass × "
-        "residual = p) the emitted token is distributed exactly as p, at every depth. The chi-square test at the "
-        "bottom of this page checks it on the real model.")
+    st.markdown(T.WHY_NOT_LONGEST)
 
 # ---------------------------------------------------------------- chain vs tree, measured on this machine
 st.divider()
@@ -201,7 +182,7 @@ st.caption(f"Greedy, the same prompt, {max_new} tokens each (token identity with
            f"tree verifies N = {budget} nodes, i.e. N + 1 = {budget + 1} positions in its one target pass. Beside it "
            f"the same feature draft's chain at **K = N = {budget}** (the same verify cost: K + 1 = N + 1 positions) "
            f"and at **K = D = {depth}** (the tree's depth: fewer positions to verify). v(n) is one target forward "
-           "over n positions on a cached context, measured on this machine (once per server).")
+           "over n positions on a cached context, measured on this machine with each measurement.")
 bench = tree_benchmark()
 if bench:
     t, c = bench["tree"], bench["chain"]
@@ -213,72 +194,26 @@ if bench:
                "prompt, timed twice: it can come out either way.")
 
 
-@st.cache_resource(show_spinner=False)
-def measured() -> dict:
-    """Measurements shared by every session of this server: v(n) once per model, comparisons per settings."""
-    return {}
-
-
-lab = measured()
 ALPHA = 0.025  # the tree chi-square's two tests of the exact rule (first token, pairs) share 0.05
-v_key = ("v", settings.target, settings.device)
-c_key = ("compare", tuple(ids), budget, depth, choices, settings.target, settings.draft)
-took = lab.get("compare seconds")  # the last measurement's wall time on this server: what the next one costs
-if st.button("Measure chain vs tree (" + (f"the last one here took {took:.0f} s" if took else
-                                          "10–20 s on an idle 2-core CPU, longer when it is busy") + ")",
-             key="tr_compare", disabled=c_key in lab):
-    with st.spinner("Timing v(n) for n = 1 … 64 and the runs, interleaved…"):
-        start = time.perf_counter()
-        if v_key not in lab:
-            lab[v_key] = verify_cost_curve(models.target, list(ids))
-        runs = {f"chain K={depth}": (lambda: make_drafter("feature", models), budget, depth),
-                f"chain K={budget}": (lambda: make_drafter("feature", models), budget, budget),
-                f"EAGLE-2 tree N={budget}": (lambda: make_drafter("eagle2", models), budget, depth)}
-        if models.medusa is not None:
-            runs[f"Medusa heads N={budget}"] = (lambda: drafter("medusa"), budget, depth)
-        lab[c_key] = chain_vs_tree(models.target, models.tokenizer, list(ids), runs, max_new)
-        lab["compare seconds"] = lab[("seconds",) + c_key] = time.perf_counter() - start
-if v_key in lab:
-    chart(verify_cost_figure(lab[v_key]), key="tr_vcost")
-if c_key in lab and v_key in lab:
-    rows = comparison(lab[c_key], lab[v_key])
+compared = on_button("tr_compare", (tuple(ids), budget, depth, choices, settings.target, settings.draft),
+                     f"N = {budget}, depth {depth} on this prompt", "Measure chain vs tree",
+                     lambda: measure_chain_vs_tree(models, ids, budget, depth, max_new, choices),
+                     again="Measure again", status="Timing v(n) for n = 1 … 64 and the runs, interleaved…",
+                     todo="time v(n) and the four runs (10–20 s on an idle 2-core CPU, longer when it is busy)")
+if compared:
+    curve, rows = compared.value["v"], comparison(compared.value["compare"], compared.value["v"])
+    chart(verify_cost_figure(curve), key="tr_vcost")
     chart(chain_vs_tree_figure(rows), key="tr_compare_fig")
     st.dataframe([{k: r[k] for k in ("name", "tokens", "target passes", "tokens per verify pass",
                                      "positions per verify pass", "v(n) ms", "seconds", "identical to greedy")}
                   for r in rows], hide_index=True)
     chain_row = next(r for r in rows if r["name"] == f"chain K={depth}")
     tree_row = next(r for r in rows if r["name"].startswith("EAGLE-2"))
-    need = break_even(lab[v_key], chain_row["tokens per verify pass"], chain_row["positions per verify pass"],
+    need = break_even(curve, chain_row["tokens per verify pass"], chain_row["positions per verify pass"],
                       [2, 4, 8, 12, 16, 24, 32, 48, 63])
     chart(break_even_figure(need, [(tree_row["name"], budget, tree_row["tokens per verify pass"])]), key="tr_breakeven")
-    f = finding(rows, lab[v_key])
-    vs = f["tree vs"].get(f"chain K={depth}")
-    faster = tree_faster(f, f"chain K={depth}")
-    lin = f"from about {f['linear from']} positions on" if f["linear from"] else "nowhere in the measured range"
-    spent = lab.get(("seconds",) + c_key)
-    st.markdown(
-        f"**What this machine says.** Verifying {f['largest n']} positions costs **{f['v largest / v1']:.1f}×** "
-        f"verifying one; v(n) roughly doubles with n {lin}. Fastest by wall clock in this run: **{f['fastest']}**."
-        + (f" The tree emits **{vs['tau ratio']:.2f}×** the tokens per verify pass of the chain at K = {depth}, and "
-           f"its verify time per token is **{vs['verify cost ratio here']:.2f}×** the chain's with the v measured "
-           f"here (**{vs['verify cost ratio flat v']:.2f}×** with a flat v); its wall clock is "
-           f"**{vs['wall clock ratio']:.2f}×** the chain's: the tree was **{'faster' if faster else 'slower'}** here."
-           if vs else "")
-        + (f" The benchmark of {bench['date']} found the {bench['faster']} faster"
-           + (", as this run does." if bench["faster"] == ("tree" if faster else "chain") else
-              f"; this run differs. It can: it times one prompt of {max_new} tokens at N = {budget}, depth {depth}, "
-              f"twice, against {bench['prompts']} prompts of {bench['max_new_tokens']} at the benchmark's sizes, and "
-              "the machine's speed moves between runs, more when it is busy.")
-           if bench and faster is not None else "")
-        + (f" (This measurement took {spent:.0f} s.)" if spent else ""))
-    st.markdown(
-        "**Why.** Each verified position costs a 2-core CPU real arithmetic (a forward over n positions is n rows "
-        "of matrix products once the weights are in cache), so past a few positions a tree pays only if each extra "
-        "node adds about as much to τ as it adds to v(n): the needed-τ curve above rises with N, and trees stop "
-        "paying where it passes what the tree delivers. On a GPU a decoding forward is bound by reading the "
-        "weights, not by arithmetic: 64 positions cost about what 1 does, v is flat (the dashed lines), every "
-        "extra accepted token is profit, and a tree of 32–64 nodes is the better deal: that is why Medusa, EAGLE "
-        "and SpecInfer verify trees on GPUs.")
+    st.markdown(T.machine_says(finding(rows, curve), depth, budget, max_new, bench, compared.value["seconds"]))
+    st.markdown(T.WHY_CPU)
 
 # ---------------------------------------------------------------- a tree sized for this machine (issue 48)
 st.divider()
@@ -321,44 +256,26 @@ st.caption("The target's p and the token draft's q from real forwards on this pr
            "puts one of them below it in about 1 run in 20, so one low p-value alone is a reason to look again, with "
            "another prompt or more trials, not proof of a bias.")
 CHI_TRIALS = 12_000
+chi = None
 if models.draft is None:
     st.info("The tree chi-square needs the token draft (the embedded target's default).")
-elif st.button(f"Run {CHI_TRIALS:,} tree trials" + (" twice, exact and typical" if typical else "") + " ("
-               + (f"the last run here took {lab['chi seconds']:.0f} s" if lab.get("chi seconds") else
-                  ("about 25 s" if typical else "about 15 s") + " on an idle 2-core CPU, longer when it is busy") + ")",
-               key="tr_chi"):
-    with st.spinner(f"Two forwards of each model, then {CHI_TRIALS:,} tree cycles…"):
-        start = time.perf_counter()
-        tables = real_tables(models.target, models.draft, list(ids), SamplingConfig(1.0, 10, 1.0, 0))
-        counts = sample_pairs(tables, CHI_TRIALS, width=3, seed=0)
-        lossy = None
-        if typical is not None:  # the same trials with Medusa's typical acceptance instead of the exact rule
-            lossy = (typical, first_token_fit(sample_pairs(tables, CHI_TRIALS, width=3, seed=0,
-                                                           verifier=typical_verifier(*typical)), tables))
-        lab["chi seconds"] = time.perf_counter() - start
-        st.session_state["tr_chi_result"] = (tables, first_token_fit(counts, tables),
-                                             goodness_of_fit(counts, expected_pairs(tables)), lossy,
-                                             lab["chi seconds"])
-if "tr_chi_result" in st.session_state:
-    tables, first, pairs, lossy, spent = st.session_state["tr_chi_result"]
+else:
+    chi = on_button("tr_chi", (tuple(ids), typical, settings.target, settings.draft), "this prompt",
+                    f"Run {CHI_TRIALS:,} tree trials" + (" twice, exact and typical" if typical else ""),
+                    lambda: chi_square_run(models.target, models.draft, ids, CHI_TRIALS, typical), again=None,
+                    status=f"Two forwards of each model, then {CHI_TRIALS:,} tree cycles…",
+                    todo="run the trials (" + ("about 25 s" if typical else "about 15 s") + " on an idle 2-core CPU)")
+if chi:
+    res = chi.value
     decode = lambda t: token_text(models.tokenizer, t)  # noqa: E731
     t1, t2 = st.tabs(["First token", "First two tokens"])
-    for tab, fit, name in ((t1, first, "first token"), (t2, pairs, "(first, second) pair")):
-        chart(fit_figure(bin_names(fit, tables, decode), fit["observed"], fit["expected"],
+    for tab, fit, name in ((t1, res["first"], "first token"), (t2, res["pairs"], "(first, second) pair")):
+        chart(fit_figure(bin_names(fit, res["tables"], decode), fit["observed"], fit["expected"],
                          f"{name}: observed vs n·p (bins with expected count < 5 pooled as 'other')"),
               key=f"tr_chi_{name[:5]}", container=tab)
         tab.markdown(f"Chi-square = **{fit['statistic']:.1f}** on {fit['dof']} degrees of freedom. "
                      + fit_verdict(fit, ALPHA)[1])
-    if lossy is not None:
-        (eps, dlt), fit = lossy
-        detected, verdict = fit_verdict(fit, ALPHA)
-        st.markdown(f"**Typical acceptance (ε = {eps}, δ = {dlt}), LOSSY**, on the same trials, first token: "
-                    + verdict + f" (The exact rule's first token: total variation {first['tv']:.4f}.) "
-                    + ("A drafted token whose p clears the threshold passes every time instead of with probability "
-                       "min(1, p/q), and where none does the target's argmax stands in for a draw: the output leans "
-                       "to the likeliest tokens." if detected else
-                       f"At this n the test does not show the loss on this prompt: the rule is lossy all the same "
-                       f"(its distance from p is a property of the rule, measured exactly on the Medusa heads in "
-                       f"`models/medusa/typical_tv.json`), but here the draft's proposals and p agree closely enough "
-                       f"that {fit['n']:,} trials do not separate them. Try another prompt."))
-    st.caption(f"This run took {spent:.0f} s.")
+    if res["lossy"] is not None:
+        (eps, dlt), fit = res["lossy"]
+        st.markdown(T.typical_verdict(eps, dlt, fit, res["first"], *fit_verdict(fit, ALPHA)))
+    st.caption(f"This run took {res['seconds']:.0f} s.")

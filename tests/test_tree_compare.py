@@ -84,6 +84,15 @@ def test_the_shipped_benchmark_is_found():
 def test_tree_faster_reads_this_runs_wall_clock():
     from specviz.labs.tree_compare import tree_faster
 
-    f = {"tree vs": {"chain K=4": {"wall clock ratio": 0.8}, "chain K=12": {"wall clock ratio": 1.2}}}
+    from specviz.labs.tree_compare import finding
+
+    def row(name, seconds):
+        return {"name": name, "tokens per verify pass": 2.0, "verify ms per token": 10.0,
+                "flat-v verify ms per token": 8.0, "seconds": seconds}
+
+    curve = {1: {"median": 1.0}, 2: {"median": 1.1}, 4: {"median": 1.3}, 8: {"median": 2.0}}
+    f = finding([row("plain greedy", 2.0), row("chain K=4", 1.0), row("chain K=12", 0.6),
+                 row("EAGLE-2 tree N=12", 0.8)], curve)
     assert tree_faster(f, "chain K=4") is True and tree_faster(f, "chain K=12") is False
+    assert f["tree vs"]["chain K=4"]["wall clock ratio"] == 0.8
     assert tree_faster(f, "chain K=6") is None

@@ -122,9 +122,9 @@ def _machine_aware(fig: go.Figure, a: float, c: float, v_of_k, ks: list[int], k_
     ym = [walltime_improvement(a, k, c, v_of_k(k)) for k in ks]
     fig.add_trace(go.Scatter(x=ks, y=ym, mode="lines", name=f"a = {a:g}, with measured verify cost v",
                              line=dict(width=3, dash="dash", color="black")))
-    km = max(ks, key=lambda k: walltime_improvement(a, k, c, v_of_k(k)))
-    best_m = walltime_improvement(a, km, c, v_of_k(km))
-    if best_m > 1.0:
+    km = best_k(a, c, v_of_k, k_max)  # the machine-aware best K (theory.py), or none that pays
+    if km:
+        best_m = walltime_improvement(a, km, c, v_of_k(km))
         fig.add_trace(go.Scatter(x=[km], y=[best_m],
                                  mode="markers+text", marker=dict(size=12, symbol="diamond", color="black"),
                                  text=[f"best K = {km}: {best_m:.2f}× (this machine)"],

@@ -329,3 +329,69 @@ def sized_tree_figure(curve, chosen_budget: int, measured: list[dict]) -> go.Fig
                       yaxis=dict(title="tokens per second", rangemode="tozero"), height=360,
                       margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.25))
     return fig
+
+
+# ---------------------------------------------------------------- the page's longer sentences
+WHY_NOT_LONGEST = (
+    "Tempting: judge every node with min(1, p/q) against its parent's p on its own and keep the longest "
+    "path down from the root whose nodes all passed. It is **biased**, two ways. (1) Which of several "
+    "accepted siblings wins depends on how far its subtree got, a property of the draft's continuations, "
+    "not of p: a token whose "
+    "continuations the draft guesses well is emitted more often than p says. (2) Siblings judged against the "
+    "same p do not share out p's mass. Say p(a) = 0.8, p(b) = 0.2 and the draft proposes both, a first (one-hot "
+    "q each). The exact rule accepts a with 0.8; after a's rejection the residual is all b, so b is accepted: "
+    "b comes out 0.2 of the time, as p says. Judged on its own, b passes only 20 % of the time after a failed "
+    "and the rest falls back to p: b comes out 0.2 × (0.2 + 0.8 × 0.2) = 0.072, a 0.928.\n\n"
+    "**Multi-draft recursive rejection sampling** (SpecInfer) walks from the root and at each node tries its "
+    "children **in turn**: child x is accepted with min(1, p(x)/q(x)); after a rejection, p ← normalize(max(0, "
+    "p − q)) for the next child (a deterministic child has one-hot q: its token simply leaves p). If every "
+    "child fails, the token is drawn from the final residual. Each step is the single-draft rule applied to "
+    "what is left, so by the same argument as for a chain (accepted mass min(p, q) + rejected mass × "
+    "residual = p) the emitted token is distributed exactly as p, at every depth. The chi-square test at the "
+    "bottom of this page checks it on the real model.")
+
+WHY_CPU = (
+    "**Why.** Each verified position costs a 2-core CPU real arithmetic (a forward over n positions is n rows "
+    "of matrix products once the weights are in cache), so past a few positions a tree pays only if each extra "
+    "node adds about as much to τ as it adds to v(n): the needed-τ curve above rises with N, and trees stop "
+    "paying where it passes what the tree delivers. On a GPU a decoding forward is bound by reading the "
+    "weights, not by arithmetic: 64 positions cost about what 1 does, v is flat (the dashed lines), every "
+    "extra accepted token is profit, and a tree of 32–64 nodes is the better deal: that is why Medusa, EAGLE "
+    "and SpecInfer verify trees on GPUs.")
+
+
+def machine_says(f: dict, depth: int, budget: int, max_new: int, bench: dict | None, spent: float | None) -> str:
+    """"What this machine says" under the chain-vs-tree measurement (f: labs.tree_compare.finding), worded from the
+    run's own figures, beside the committed benchmark's verdict when there is one."""
+    vs = f["tree vs"].get(f"chain K={depth}")
+    faster = None if vs is None else vs["tree faster"]
+    lin = f"from about {f['linear from']} positions on" if f["linear from"] else "nowhere in the measured range"
+    return (
+        f"**What this machine says.** Verifying {f['largest n']} positions costs **{f['v largest / v1']:.1f}×** "
+        f"verifying one; v(n) roughly doubles with n {lin}. Fastest by wall clock in this run: **{f['fastest']}**."
+        + (f" The tree emits **{vs['tau ratio']:.2f}×** the tokens per verify pass of the chain at K = {depth}, and "
+           f"its verify time per token is **{vs['verify cost ratio here']:.2f}×** the chain's with the v measured "
+           f"here (**{vs['verify cost ratio flat v']:.2f}×** with a flat v); its wall clock is "
+           f"**{vs['wall clock ratio']:.2f}×** the chain's: the tree was **{'faster' if faster else 'slower'}** here."
+           if vs else "")
+        + (f" The benchmark of {bench['date']} found the {bench['faster']} faster"
+           + (", as this run does." if bench["faster"] == ("tree" if faster else "chain") else
+              f"; this run differs. It can: it times one prompt of {max_new} tokens at N = {budget}, depth {depth}, "
+              f"twice, against {bench['prompts']} prompts of {bench['max_new_tokens']} at the benchmark's sizes, and "
+              "the machine's speed moves between runs, more when it is busy.")
+           if bench and faster is not None else "")
+        + (f" (This measurement took {spent:.0f} s.)" if spent else ""))
+
+
+def typical_verdict(eps: float, dlt: float, fit: dict, exact_first: dict, detected: bool, verdict: str) -> str:
+    """The chi-square's reading of Medusa's typical acceptance on the same trials (first token), beside the exact
+    rule's total variation."""
+    return (f"**Typical acceptance (ε = {eps}, δ = {dlt}), LOSSY**, on the same trials, first token: "
+            + verdict + f" (The exact rule's first token: total variation {exact_first['tv']:.4f}.) "
+            + ("A drafted token whose p clears the threshold passes every time instead of with probability "
+               "min(1, p/q), and where none does the target's argmax stands in for a draw: the output leans "
+               "to the likeliest tokens." if detected else
+               f"At this n the test does not show the loss on this prompt: the rule is lossy all the same "
+               f"(its distance from p is a property of the rule, measured exactly on the Medusa heads in "
+               f"`models/medusa/typical_tv.json`), but here the draft's proposals and p agree closely enough "
+               f"that {fit['n']:,} trials do not separate them. Try another prompt."))
