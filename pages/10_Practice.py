@@ -8,6 +8,7 @@ import streamlit as st
 from ui.sidebar import get_models, sidebar
 from ui.state import keep
 from ui.learner import current, name_hint, progress
+from ui.prefetch import ahead
 from ui.registry import BY_PATH
 
 from specviz.errors import SpecVizError
@@ -36,23 +37,9 @@ def kind_for(choice: str, seed: int) -> str:
     return pool[seed % len(pool)]
 
 
-@st.cache_resource(show_spinner=False)
-def _prefetch():
-    """One worker per process that makes the NEXT live drill while the learner works on this one: a live drill
-    runs the model for a cycle or two, and the click on "New drill" should not wait for it."""
-    from concurrent.futures import ThreadPoolExecutor
-    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="drill"), {}
-
-
 def ask(kind: str, seed: int, models):
-    """The future of a drill, submitted once per process."""
-    pool, futures = _prefetch()
-    key = (kind, seed, id(models))
-    if key not in futures:
-        if len(futures) > 256:  # keep the last ones only
-            futures.pop(next(iter(futures)))
-        futures[key] = pool.submit(make, kind, seed, models)
-    return futures[key]
+    """The future of a drill, made once per process under the engine lock (a live drill runs the model)."""
+    return ahead((kind, seed, id(models)), make, kind, seed, models)
 
 
 seed = st.session_state["dr_seed"]
