@@ -91,8 +91,24 @@ def _where_parts(a) -> list[str]:
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m specviz")
     sub = ap.add_subparsers(dest="command", required=True)
-    d = sub.add_parser("decode",
-                       help="decode one prompt with greedy, sampling, beam, speculative or lookahead decoding")
+    _decode_args(sub.add_parser("decode", help="decode one prompt with greedy, sampling, beam, speculative or "
+                                               "lookahead decoding"))
+    e = sub.add_parser("export", help="a recorded run of a step page as ONE self-contained HTML lesson (offline)")
+    e.error = _one_line  # bad input: one line and exit 2 (argparse would print its usage first)
+    _export_args(e)
+    _practice_args(sub)
+    s = sub.add_parser("app", help="serve the app (Streamlit) on the embedded model, from any folder")
+    s.error = _one_line
+    s.add_argument("--port", type=int, default=8501, help="the port to listen on (default 8501)")
+    s.add_argument("--host", default="127.0.0.1",
+                   help="the address to bind (default 127.0.0.1: this machine only; learners' names have no password)")
+    _where_args(sub.add_parser("where", help="where the speedup goes: one run's metrics in serving systems' units, "
+                                            "its cycle timeline, dynamic-K policies, acceptance rules, fp32 vs bf16",
+                               description=WHERE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter))
+    return ap
+
+
+def _decode_args(d) -> None:
     d.add_argument("--method", choices=["greedy", "sample", "beam", "speculative", "lookahead"], default="greedy")
     d.add_argument("--prompt", required=True)
     d.add_argument("--chat", action="store_true", help="wrap the prompt in the tokenizer's chat template")
@@ -136,8 +152,9 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--draft", default=None, help="Hugging Face id or local folder of a draft model")
     d.add_argument("--device", default=None, help="cpu, cuda, mps or auto (default: CUDA, else MPS, else CPU)")
     d.add_argument("--json", action="store_true", help="print one JSON object")
-    e = sub.add_parser("export", help="a recorded run of a step page as ONE self-contained HTML lesson (offline)")
-    e.error = _one_line  # bad input: one line and exit 2 (argparse would print its usage first)
+
+
+def _export_args(e) -> None:
     e.add_argument("--method", choices=["beam", "speculative", "tree", "lookahead"], default="speculative")
     e.add_argument("--prompt", required=True)
     e.add_argument("--chat", action="store_true", help="wrap the prompt in the tokenizer's chat template")
@@ -163,6 +180,9 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--top-p", type=float, default=1.0, help="speculative: nucleus sampling")
     e.add_argument("--seed", type=int, default=0)
     e.add_argument("--out", required=True, help="the .html file to write")
+
+
+def _practice_args(sub) -> None:
     r = sub.add_parser("drill", help="an exercise with an exact answer (formulas, or the embedded model's own numbers)")
     r.add_argument("--list", action="store_true", help="list the drill kinds")
     r.add_argument("--kind", default=None, help="the drill kind (see --list)")
@@ -178,15 +198,6 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--eval", action="store_true", help="measure the grader on the hand-labelled held-out part")
     g.add_argument("--train", action="store_true", help="refit the head on the labelled set's tuning part")
     g.add_argument("--cv", action="store_true", help="4-fold cross-validation by card over the tuning part")
-    s = sub.add_parser("app", help="serve the app (Streamlit) on the embedded model, from any folder")
-    s.error = _one_line
-    s.add_argument("--port", type=int, default=8501, help="the port to listen on (default 8501)")
-    s.add_argument("--host", default="127.0.0.1",
-                   help="the address to bind (default 127.0.0.1: this machine only; learners' names have no password)")
-    _where_args(sub.add_parser("where", help="where the speedup goes: one run's metrics in serving systems' units, "
-                                            "its cycle timeline, dynamic-K policies, acceptance rules, fp32 vs bf16",
-                               description=WHERE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter))
-    return ap
 
 
 def _one_line(message: str):
@@ -487,15 +498,7 @@ def decode(a) -> dict:
     else:
         model, tok = load_target(a.target, a.device)
     ids = encode_prompt(tok, a.prompt, a.chat, context_size(model), a.max_new_tokens)
-    sizing = None
-    if a.tree_budget == "auto":
-        from specviz.labs.tree_sizing import size
-
-        make_drafter("eagle2", models)  # the embedded target's feature draft, or its one sentence, before a minute
-        if not a.json:
-            print("sizing the EAGLE-2 tree for this machine (about a minute)...", file=sys.stderr, flush=True)
-        sizing = size(models)
-        a.tree_budget, a.tree_depth = sizing["choice"].budget, sizing["choice"].depth
+    sizing = _size_tree(a, models) if a.tree_budget == "auto" else None
 
     def one(seed: int):
         c = SamplingConfig(cfg.temperature, cfg.top_k, cfg.top_p, seed)
@@ -522,21 +525,40 @@ def decode(a) -> dict:
     out["prompt_tokens"] = len(ids)
     out["tokens_per_target_pass"] = results[0].counters.tokens_per_target_pass
     if a.method == "speculative" and a.tree != "none":
-        out.update(tree=a.tree, tree_budget=a.tree_budget, tree_depth=a.tree_depth, tree_width=a.tree_width)
-        if sizing is not None:
-            c = sizing["choice"]
-            out["tree_sizing"] = {"budget": c.budget, "depth": c.depth, "expected_tokens_per_cycle": c.tokens,
-                                  "expected_ms_per_cycle": c.ms, "expected_tokens_per_s": c.tokens_per_s,
-                                  "draft_pass_ms": sizing["draft_pass_ms"], "recorded_cycles": sizing["cycles"],
-                                  "verify_ms": {n: v["median"] for n, v in sizing["verify_ms"].items()}}
-        if a.tree == "medusa":
-            out.update(medusa_choices=[list(p) for p in (parse_choices(a.medusa_choices, models.medusa.num_heads)
-                                                         if a.medusa_choices is not None else models.medusa.choices)],
-                       typical=list(parse_typical(a.typical)) if a.typical is not None else None,
-                       verify_mode=("typical" if a.typical is not None and cfg.temperature else
-                                    "greedy" if not cfg.temperature else "sampling"))
+        out.update(_tree_fields(a, models, sizing, cfg.temperature))
     if a.num_samples > 1:
         out["samples"] = [r.token_ids for r in results]
+    return out
+
+
+def _size_tree(a, models) -> dict:
+    """--tree-budget auto: the EAGLE-2 tree's budget and depth for this machine (labs/tree_sizing.py), set on `a`."""
+    from specviz.drafters import make_drafter
+    from specviz.labs.tree_sizing import size
+
+    make_drafter("eagle2", models)  # the embedded target's feature draft, or its one sentence, before a minute
+    if not a.json:
+        print("sizing the EAGLE-2 tree for this machine (about a minute)...", file=sys.stderr, flush=True)
+    sizing = size(models)
+    a.tree_budget, a.tree_depth = sizing["choice"].budget, sizing["choice"].depth
+    return sizing
+
+
+def _tree_fields(a, models, sizing: dict | None, temperature: float) -> dict:
+    """The JSON's tree fields: the tree asked for, the sizing's choice and its figures, Medusa's list and rule."""
+    out = dict(tree=a.tree, tree_budget=a.tree_budget, tree_depth=a.tree_depth, tree_width=a.tree_width)
+    if sizing is not None:
+        c = sizing["choice"]
+        out["tree_sizing"] = {"budget": c.budget, "depth": c.depth, "expected_tokens_per_cycle": c.tokens,
+                              "expected_ms_per_cycle": c.ms, "expected_tokens_per_s": c.tokens_per_s,
+                              "draft_pass_ms": sizing["draft_pass_ms"], "recorded_cycles": sizing["cycles"],
+                              "verify_ms": {n: v["median"] for n, v in sizing["verify_ms"].items()}}
+    if a.tree == "medusa":
+        out.update(medusa_choices=[list(p) for p in (parse_choices(a.medusa_choices, models.medusa.num_heads)
+                                                     if a.medusa_choices is not None else models.medusa.choices)],
+                   typical=list(parse_typical(a.typical)) if a.typical is not None else None,
+                   verify_mode=("typical" if a.typical is not None and temperature else
+                                "greedy" if not temperature else "sampling"))
     return out
 
 
