@@ -168,7 +168,7 @@ def test_live_drills_run_on_a_pair_without_a_draft_model(tiny_llama):
 @pytest.mark.fast
 def test_best_k_solution_stays_inside_the_cap_and_says_it_is_capped():
     """Issue 45 A2: at a = 0.95, c = 0.03, v = 1.19 the best K is the cap; the solution used to show K = 17."""
-    from specviz.practice.drills import K_CAP, best_k_for
+    from specviz.practice.formula_drills import K_CAP, best_k_for
     d = best_k_for(0, 0.95, 0.03, 1.19)
     assert d.answer == K_CAP == 16
     assert "K=17" not in d.solution and f"K={K_CAP}:" in d.solution and "capped" in d.solution
@@ -180,7 +180,7 @@ def test_live_residual_is_the_engines_full_vocabulary_residual_bucketed(models):
     """Issue 45 A9: the rest of the vocabulary is bucketed AFTER max(0, p - q) over every token, so each listed
     token's answer is the residual the engine drew from, and "other" is what remains of it (it used to lump p and q
     into "other" first)."""
-    from specviz.practice import drills
+    from specviz.practice import live_drills as drills
     for seed in range(3):
         d = make("live-residual", seed, models)
         # the same run the drill read: its first rejection
@@ -206,7 +206,7 @@ def test_live_residual_is_the_engines_full_vocabulary_residual_bucketed(models):
 def test_roofline_drill_uses_real_devices_and_accepts_one_either_side():
     """Issue 45 A8: the bank teaches "ridge ≈ 295" for an H100 (295.2 → 296): ±1 is accepted, and FLOP/s and
     bandwidth come in pairs of a real device, never 150 TFLOP/s with 0.1 TB/s."""
-    from specviz.practice.drills import DEVICES
+    from specviz.practice.formula_drills import DEVICES
     pairs = {(f, b) for _, f, b in DEVICES}
     for seed in SEEDS:
         d = make("roofline-batch", seed)
