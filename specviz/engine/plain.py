@@ -18,8 +18,10 @@ from specviz.trace import Result, TokenStep
 
 def plain_steps(model, tokenizer, prompt_ids: list[int], max_new_tokens: int,
                  cfg: SamplingConfig = SamplingConfig(), top_n: int = 5,
-                 laps: list | None = None) -> Generator[TokenStep, None, Result]:
-    """laps: a list to receive the end time of each stage of each step (Decoding.lap), for the timeline."""
+                 laps: list | None = None, details: bool = True) -> Generator[TokenStep, None, Result]:
+    """laps: a list to receive the end time of each stage of each step (Decoding.lap), for the timeline.
+    details=False: each step records its token and log-prob only, no text or top tokens (the benchmark, the CLI:
+    nobody draws the steps; the tokens are the same)."""
     cfg.validate()
     stepper, gen, procs = Stepper(model), new_generator(cfg.seed), warpers(cfg)
     logprob = 0.0
@@ -32,6 +34,8 @@ def plain_steps(model, tokenizer, prompt_ids: list[int], max_new_tokens: int,
         d.lap("accept")  # choosing the token: the only decision plain decoding makes
         lp = math.log(max(float(probs[token]), 1e-45))
         logprob += lp
+        if not details:
+            return TokenStep(d.cycle, token, "", lp, ()), [token]
         return TokenStep(d.cycle, token, token_text(tokenizer, token), lp,
                          top_probs(tokenizer, probs, top_n, token)), [token]
 

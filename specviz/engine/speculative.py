@@ -25,10 +25,12 @@ from specviz.verify import RULES, Verification, accept_probability, block_weight
 
 def speculative_steps(target, drafter: Drafter, tokenizer, prompt_ids: list[int], max_new_tokens: int, k: int = 4,
                       cfg: SamplingConfig = SamplingConfig(), dynamic_k: bool = False, k_max: int = 16,
-                      top_n: int = 5, laps: list | None = None, acceptance: str = "token"
+                      top_n: int = 5, laps: list | None = None, acceptance: str = "token", details: bool = True
                       ) -> Generator[Cycle, None, Result]:
     """laps: a list to receive the end time of each stage of each cycle (Decoding.lap), for the timeline.
-    acceptance: "token" (token-wise rejection sampling) or "block" (block verification); greedy runs either way."""
+    acceptance: "token" (token-wise rejection sampling) or "block" (block verification); greedy runs either way.
+    details=False: each cycle records what the counters read and nothing to draw (cycle_event), for the benchmark
+    and the CLI; the same algorithm, the same tokens."""
     if k < 1:
         raise SpecVizError(f"K (draft length) must be at least 1; got {k}.")
     if acceptance not in RULES:
@@ -64,7 +66,7 @@ def speculative_steps(target, drafter: Drafter, tokenizer, prompt_ids: list[int]
                            emitted=emitted, greedy=cfg.greedy, draft_passes=draft_passes,
                            prefill=run.prefill if d.cycle == 0 else 0, k_asked=asked, k_room=d.room(asked),
                            target_cache=CacheState(target_filled, tstep.cached), draft_cache=draft_cache,
-                           acceptance=acceptance), emitted
+                           acceptance=acceptance, details=details), emitted
 
     yield from run_cycles(run.d, cycle)
     return run.d.result("speculative")
@@ -153,37 +155,43 @@ def block_odds(drafts: list[int], q: torch.Tensor | None, p: torch.Tensor) -> Bl
 
 def cycle_event(tokenizer, top_n: int, *, cycle: int, context_len: int, drafts: list[int], q, p, v: Verification,
                 emitted: list[int], greedy: bool, draft_passes: int, prefill: int, target_cache: CacheState,
-                draft_cache: CacheState | None, k_asked: int = 0, k_room: int = 0, acceptance: str = "token") -> Cycle:
-    """The trace event of one cycle: what the viewer needs to draw it, with token texts and top-n lists."""
+                draft_cache: CacheState | None, k_asked: int = 0, k_room: int = 0, acceptance: str = "token",
+                details: bool = True) -> Cycle:
+    """The trace event of one cycle: what the viewer needs to draw it, with token texts and top-n lists.
+    details=False: only what the counters read (drafts, rulings, passes, tokens): no texts, no top-n lists, no
+    block odds. Building those is most of a cycle's Python (a tokenizer decode per listed token), and only a page
+    or a lesson draws them."""
     def q_of(i):  # one-hot for deterministic proposals
         return q[i] if q is not None else one_hot(drafts[i], p[i])
 
     def text(t):
-        return token_text(tokenizer, t)
+        return token_text(tokenizer, t) if details else ""
+
+    def tops(probs, n, must=None):
+        return top_probs(tokenizer, probs, n, must) if details else ()
 
     # block verification's own numbers, for the viewer only (verify_block decided already): recomputed here so the
     # rule stays a pure function with one result, and a token-wise run pays nothing for them
-    odds = block_odds(drafts, q, p) if acceptance == "block" and not greedy and drafts else None
+    odds = block_odds(drafts, q, p) if details and acceptance == "block" and not greedy and drafts else None
     # the residual after tau kept drafts is max(0, p_tau p - q) (p_0 = 1); token-wise it is max(0, p - q)
     scale = odds.ratio[v.accepted - 1] if odds is not None and v.accepted else 1.0
 
     return Cycle(
         cycle=cycle, context_len=context_len, k=len(drafts),
-        drafts=tuple(DraftToken(i, x, text(x), float(q_of(i)[x]),
-                                top_probs(tokenizer, q_of(i), top_n if q is not None else 1, x))
+        drafts=tuple(DraftToken(i, x, text(x), float(q_of(i)[x]), tops(q_of(i), top_n if q is not None else 1, x))
                      for i, x in enumerate(drafts)),
         verify_positions=len(drafts) + 1,
         verdicts=tuple(Verdict(r.position, r.token, text(r.token), r.p, r.q, r.accept_prob, r.u, r.accepted,
-                               top_probs(tokenizer, p[r.position], top_n, r.token),
-                               top_probs(tokenizer, q_of(r.position), top_n, r.token), r.target_choice)
+                               tops(p[r.position], top_n, r.token), tops(q_of(r.position), top_n, r.token),
+                               r.target_choice)
                        for r in v.rulings),
         accepted=v.accepted, new_token=v.token, new_text=text(v.token) if v.token is not None else "",
         new_origin=v.origin,
-        residual_top=top_probs(tokenizer, v.residual, top_n, v.token) if v.residual is not None else (),
+        residual_top=tops(v.residual, top_n, v.token) if v.residual is not None else (),
         residual_fallback=v.residual_fallback, target_cache=target_cache, draft_cache=draft_cache,
         emitted=tuple(emitted), origins=v.origins,
         verify_mode="greedy" if greedy else "sampling", draft_passes=draft_passes, prefill=prefill,
-        target_top=tuple(top_probs(tokenizer, p[i], 1)[0] for i in range(len(drafts) + 1)),
+        target_top=tuple(top_probs(tokenizer, p[i], 1)[0] for i in range(len(drafts) + 1)) if details else (),
         p_draft=tuple(float(p[i, x]) for i, x in enumerate(drafts)),
         new_p=float(p[v.accepted, v.token]) if v.token is not None else None, k_asked=k_asked, k_room=k_room,
         residual_mass=(float((scale * p[v.accepted] - q_of(v.accepted)).clamp(min=0).sum())

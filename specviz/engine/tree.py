@@ -93,14 +93,15 @@ def tree_speculative_steps(target, drafter: Drafter, tokenizer, prompt_ids: list
                            budget: int = 16, depth: int = 4, width: int = 1, cfg: SamplingConfig = SamplingConfig(),
                            top_n: int = 5,
                            typical: tuple[float, float] | None = None,
-                           laps: list | None = None) -> Generator[TreeCycle, None, Result]:
+                           laps: list | None = None, details: bool = True) -> Generator[TreeCycle, None, Result]:
     """Tree speculation, one cycle at a time: draft a tree, ONE target pass over every node, walk it
     (verify_tree), keep the accepted path in the KV cache. budget: nodes per tree (tree drafters); depth:
     the deepest drafted position (a chain drafter's K); width: runner-ups per depth for a chain drafter.
     typical=(epsilon, delta): Medusa's typical acceptance instead of the exact rule when sampling (LOSSY: the
     output is no longer distributed as the target's; verify.verify_tree_typical). Under greedy it changes
     nothing: Medusa verifies by exact match at temperature 0, so the output is plain greedy's and the cycles
-    are marked "greedy"."""
+    are marked "greedy". details=False: cycles without texts, mask or top tokens (tree_event), for the benchmark
+    and the CLI."""
     if depth < 1 or budget < 1:
         raise SpecVizError(f"Tree depth and budget must be at least 1; got depth {depth}, budget {budget}.")
     typical = typical if not cfg.greedy else None  # Medusa's temperature-0 branch: exact match
@@ -132,7 +133,7 @@ def tree_speculative_steps(target, drafter: Drafter, tokenizer, prompt_ids: list
                           p=p, v=v, emitted=emitted, greedy=cfg.greedy, draft_passes=draft_passes,
                           prefill=run.prefill if d.cycle == 0 else 0, pending=context_len - fed_from,
                           target_cache=CacheState(filled, tstep.cached), draft_cache=draft_cache,
-                          typical=typical is not None), emitted
+                          typical=typical is not None, details=details), emitted
 
     yield from run_cycles(run.d, cycle)
     return run.d.result("speculative tree")
@@ -141,26 +142,31 @@ def tree_speculative_steps(target, drafter: Drafter, tokenizer, prompt_ids: list
 def tree_event(tokenizer, top_n: int, *, cycle: int, context_len: int, drafter: str,
                tree: TokenTree, p, v: Verification,
                emitted: list[int], greedy: bool, draft_passes: int, prefill: int, pending: int,
-               target_cache: CacheState, draft_cache: CacheState | None, typical: bool = False) -> TreeCycle:
+               target_cache: CacheState, draft_cache: CacheState | None, typical: bool = False,
+               details: bool = True) -> TreeCycle:
     """The trace event of one tree cycle: every node with its verdict, the mask and position ids.
-    verify_mode "typical" marks Medusa's lossy typical acceptance."""
+    verify_mode "typical" marks Medusa's lossy typical acceptance. details=False: no token texts, mask or residual's
+    top tokens (what only a page draws)."""
+    def text(t):
+        return token_text(tokenizer, t) if details else ""
+
     ruled = {r.node: r for r in v.rulings}
     depths = tree.depths
     nodes = []
     for i, (x, a) in enumerate(zip(tree.tokens, tree.parents)):
         r = ruled.get(i)
         verdict = "accepted" if i in v.path else ("rejected" if r is not None else "not reached")
-        nodes.append(TreeNode(i, x, token_text(tokenizer, x), a, depths[i], context_len - 1 + depths[i],
+        nodes.append(TreeNode(i, x, text(x), a, depths[i], context_len - 1 + depths[i],
                               tree.q_token[i] if tree.q_token else 1.0, float(p[a + 1, x]), verdict,
                               r.accept_prob if r else None, r.u if r else None))
     reached = sorted({depths[r.node] for r in v.rulings})
     return TreeCycle(
         cycle=cycle, context_len=context_len, drafter=drafter, nodes=tuple(nodes),
-        mask=tuple(tuple(row) for row in tree.ancestry().tolist()),
+        mask=tuple(tuple(row) for row in tree.ancestry().tolist()) if details else (),
         position_ids=tuple(context_len - 1 + d for d in depths), verify_positions=pending + len(tree),
         path=v.path, accepted=len(v.path), new_token=v.token,
-        new_text=token_text(tokenizer, v.token) if v.token is not None else "", new_origin=v.origin,
-        residual_top=top_probs(tokenizer, v.residual, top_n, v.token) if v.residual is not None else (),
+        new_text=text(v.token) if v.token is not None else "", new_origin=v.origin,
+        residual_top=top_probs(tokenizer, v.residual, top_n, v.token) if details and v.residual is not None else (),
         residual_fallback=v.residual_fallback, target_cache=target_cache, draft_cache=draft_cache,
         emitted=tuple(emitted), origins=v.origins,
         verify_mode="typical" if typical else ("greedy" if greedy else "sampling"), draft_passes=draft_passes,
