@@ -1,14 +1,15 @@
-"""The feature draft, the token draft, n-gram lookup and an untrained early exit on the same prompt."""
+"""The feature draft, the token draft, n-gram lookup, an untrained early exit and the target quantized on the same
+prompt."""
 import pandas as pd
 import streamlit as st
 
 from ui.charts import chart
 from ui.sidebar import encode, get_models, sidebar
-from ui.state import slider
+from ui.state import kept, slider
 
-from specviz.drafters import drafter_choices, make_drafter
+from specviz.drafters import LABELS, QUANTIZED, drafter_choices, early_exit_model, make_drafter, quantized_model
 from specviz.figures.drafters import speedup_bars, stage_bars, suffix_bars
-from specviz.labs.measure import compare_drafters
+from specviz.labs.measure import C_COLUMN, acceptance_is_not_speedup, compare_drafters
 from specviz.labs.repeated import run as repeated_run
 from specviz.labs.stages import staged_breakdown, staged_cell, staged_verdict
 
@@ -28,7 +29,12 @@ with st.expander("The drafters", expanded=False):
         "- **n-gram lookup** — no model: copies what followed the last few tokens earlier in the text. Free, "
         "and strong when the answer repeats the prompt.\n"
         "- **Early exit (untrained)** — the target's first L layers with its head: cheap but rarely right, "
-        "the honest *bad* drafter.")
+        "the honest *bad* drafter.\n"
+        "- **The target quantized (int8, int4)** — the target itself with weight-only integer weights (int8 per "
+        "output channel; int4 in groups of 32, the grid the embedded target's Q4_1 weights already sit on): right "
+        "nearly always, the opposite of early exit, yet a step costs what the kernel makes it cost — with the "
+        "target's fp32 arithmetic, more than a target step. The bf16-activation twins feed the same weights to the "
+        "kernels' bf16 path. Acceptance is not speedup: a > c decides. `specviz/drafters/quantized.py`.")
 c1, c2, c3, c4 = st.columns(4)
 K = slider(c1, "K", "dc_k", 1, 16, 4)
 L = slider(c2, "Early-exit layers L", "dc_l", 1, models.target.config.num_hidden_layers - 1, 4)
@@ -36,39 +42,62 @@ max_new = slider(c3, "New tokens", "dc_max", 16, 128, 48)
 rounds = slider(c4, "Timing rounds", "dc_rounds", 1, 7, 3,
                 help="Each round times plain greedy and every drafter once, interleaved; the table shows "
                      "medians. One round is quick but moves by about ±10 % from click to click.")
+QUANT = {LABELS[k]: k for k in QUANTIZED}
+chosen = st.multiselect(
+    "The target quantized, as drafters", list(QUANT), key=kept("dc_quant", [LABELS["int8"], LABELS["int4"]]),
+    help="The target itself with int8 or int4 weights: right nearly always, but each step costs about a target step "
+         "or more, so every one you add lengthens the run (int4 with fp32 activations most: on the 2-core machine "
+         "its step costs about 2.7 target steps). The bf16-activation twins run the same weights through the "
+         "kernels' bf16 path, fast on CPUs with AVX-512 BF16 or AMX.")
+with_quantized = [QUANT[label] for label in chosen]
 if st.button("Run all drafters", type="primary", key="dc_run"):
     ids = encode(models, settings, max_new)
     # every drafter these models can run, labelled as in the speculative page's picker
-    drafters = {(f"early exit, first {L} layers (untrained)" if kind == "early-exit" else label):
+    early = f"early exit, first {L} layers (untrained)"
+    drafters = {(early if kind == "early-exit" else label):
                 (lambda kind=kind: make_drafter(kind, models, early_exit_layers=L))
-                for label, kind in drafter_choices(models).items()}
+                for label, kind in drafter_choices(models, quantized=with_quantized).items()}
+    # c for every drafter with a model: the model one of its draft steps runs
+    step_models = {LABELS[k]: quantized_model(models.target, k) for k in with_quantized}
+    step_models[early] = early_exit_model(models.target, L)
+    if models.draft is not None:
+        step_models[models.draft_name] = models.draft
+    if models.feature_draft is not None:
+        step_models[LABELS["feature"]] = models.feature_draft
     bar = st.progress(0.0, text="starting…")
     st.session_state["dc_rows"] = compare_drafters(models.target, models.tokenizer, ids, drafters, K, max_new, rounds,
-                                                   progress=lambda f, m: bar.progress(min(f, 1.0), text=m))
+                                                   progress=lambda f, m: bar.progress(min(f, 1.0), text=m),
+                                                   step_models=step_models)
     st.session_state["dc_rows_run"] = {"k": K, "max_new": max_new}
     st.rerun()
 rows = st.session_state.get("dc_rows")
 run = st.session_state.get("dc_rows_run", {})  # the K and length the table's rows ran at
 if rows:
-    df = pd.DataFrame(rows).drop(columns=["rounds"])
+    df = pd.DataFrame(rows).drop(columns=["rounds", "draft step ms", "target step ms"], errors="ignore")
     df["speedup range"] = [f"{lo:.2f}–{hi:.2f}×" for lo, hi in df["speedup range"]]
     st.dataframe(df.style.format({"acceptance rate": "{:.0%}", "tokens per verify pass": "{:.2f}",
-                                  "speedup vs plain greedy": "{:.2f}×",
-                                  "seconds": "{:.2f}", "plain seconds": "{:.2f}"}),
+                                  "speedup vs plain greedy": "{:.2f}×", C_COLUMN: "{:.2f}",
+                                  "seconds": "{:.2f}", "plain seconds": "{:.2f}"}, na_rep="–"),
                  hide_index=True)
     n = rows[0]["rounds"]
     st.caption((f"K = {run['k']}, {run['max_new']} new tokens. " if run else "")
                + (f"Seconds are medians of {n} interleaved rounds; the speedup range is the lowest and highest speedup "
                 "a single round gave against that round's plain greedy run." if n > 1 else
-                "Seconds are from one round (noisy: more rounds give medians and a range)."))
+                "Seconds are from one round (noisy: more rounds give medians and a range).")
+               + (f" {C_COLUMN}: the median of 7 one-token forwards of each, timed after the runs (n-gram lookup "
+                  "has no model: –)." if C_COLUMN in df else ""))
     fig = speedup_bars(rows)
     chart(fig, key="dc_fig")
-    slow = [r for r in rows if r["speedup vs plain greedy"] < 1]
+    quantized = list(QUANT)  # slow for another reason, said below: a step as dear as the target's
+    slow = [r for r in rows if r["speedup vs plain greedy"] < 1 and r["drafter"] not in quantized]
     st.info("A drafter that rarely agrees with the target costs K draft steps and a wider verify pass for about one "
             "token per cycle: a slowdown (< 1×). " + (
                 "In this run: " + ", ".join(f"{r['drafter']} at {r['speedup vs plain greedy']:.2f}× (acceptance "
                                             f"{r['acceptance rate']:.0%})" for r in slow) + "." if slow else
-                "In this run no drafter was slower than plain greedy."))
+                "In this run no drafter of that kind was slower than plain greedy."))
+    lesson = acceptance_is_not_speedup(rows, quantized)
+    if lesson:
+        st.warning(lesson)
 else:
     st.info("Press **Run all drafters** to time them on the current prompt.")
 

@@ -120,8 +120,10 @@ def _decode_args(d) -> None:
     d.add_argument("--acceptance", choices=["token", "block"], default="token",
                    help="speculative, sampling: token-wise rejection sampling or block verification (Sun et al.); "
                         "both exact, greedy runs are plain greedy either way")
-    d.add_argument("--drafter", choices=["feature", "token", "ngram", "early-exit", "suffix", "staged"], default=None,
-                   help="default: the feature draft (embedded target), else the draft model, else n-gram lookup")
+    d.add_argument("--drafter", choices=["feature", "token", "ngram", "early-exit", "suffix", "staged", "int8", "int4",
+                                         "int8-bf16", "int4-bf16"], default=None,
+                   help="default: the feature draft (embedded target), else the draft model, else n-gram lookup; "
+                        "int8 / int4: the target itself quantized (-bf16: with bf16 activations)")
     d.add_argument("--early-exit-layers", type=int, default=4)
     d.add_argument("--tree", choices=["none", "chain", "eagle2", "medusa"], default="none",
                    help="verify a token tree in one target pass: 'chain' = the drafter's chain of --tree-depth tokens "

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
-from specviz.drafters import make_drafter
+from specviz.drafters import QUANTIZED, make_drafter, quantized_model
 from specviz.errors import SpecVizError
 from specviz.engine.lookahead import lookahead_steps
 from specviz.engine.plain import plain_steps
@@ -52,7 +52,7 @@ class Config:
     """One row of the benchmark: what runs, described by fields rather than by its name."""
     name: str
     method: str  # "plain" (ours), "speculative" (ours), "lookahead" (ours, no drafter) or "hf" (transformers' generate)
-    drafter: str | None = None  # "ngram" | "token" | "feature" | "suffix" | "staged"
+    drafter: str | None = None  # "ngram" | "token" | "feature" | "suffix" | "staged" | a QUANTIZED kind ("int8", ...)
     k: int | None = None  # None with dynamic K
     dynamic_k: bool = False
     sampling: bool = False  # T = 1 instead of greedy
@@ -80,7 +80,7 @@ class Config:
 
 
 def configs(models, ks, dynamic_k: bool, hf_peers: bool, sampling: bool, unpacked: bool,
-            trees: bool = True) -> list[Config]:
+            trees: bool = True, quantized: bool = False) -> list[Config]:
     drafters = ["ngram"] + (["token"] if models.draft is not None else []) + \
         (["feature"] if models.feature_draft is not None else [])  # transformers cannot run the feature draft
     out = [Config("hf greedy", "hf"), Config("ours greedy", "plain")]
@@ -108,6 +108,8 @@ def configs(models, ks, dynamic_k: bool, hf_peers: bool, sampling: bool, unpacke
     if models.draft is not None:
         out.append(Config("spec staged K=4", "speculative", "staged", 4))
     out.append(Config("lookahead W=5 N=4 G=5", "lookahead"))
+    if quantized:  # issue 48.5: the target itself with int8 / int4 weights (fp32 or bf16 activations): a near 1, c?
+        out += [Config(f"spec {q} K=4", "speculative", q, 4) for q in QUANTIZED]
     if unpacked:  # what packing buys: the same model with plain nn.Linear layers
         out.append(Config("unpacked greedy", "plain", unpacked=True))
         if models.draft is not None:
@@ -237,14 +239,18 @@ def mismatches(cfgs: list[Config], outputs: dict, prompts) -> list:
     return bad
 
 
-def forward_costs(models, plain, ctx, ks) -> tuple[dict, dict | None]:
-    """A decode step, a verify pass of K + 1 and each draft's step (median ms); c = draft step / target step."""
+def forward_costs(models, plain, ctx, ks, quantized: bool = False) -> tuple[dict, dict | None]:
+    """A decode step, a verify pass of K + 1 and each draft's step (median ms); c = draft step / target step.
+    quantized: also a step of the target quantized, each QUANTIZED kind's {kind}_1 and c_{kind}."""
     t1 = forward_ms(models.target, ctx, 1)
     d1 = forward_ms(models.draft, ctx, 1) if models.draft is not None else None
     f1 = forward_ms(models.feature_draft, ctx, 1) if models.feature_draft is not None else None
     out = {"target_1": t1,
            "target_verify": {str(k + 1): forward_ms(models.target, ctx, k + 1) for k in sorted(set(ks) | {4})},
            "draft_1": d1, "c": d1 / t1 if d1 else 0.0, "feature_draft_1": f1, "c_feature": f1 / t1 if f1 else 0.0}
+    for q in QUANTIZED if quantized else ():
+        out[f"{q}_1"] = forward_ms(quantized_model(models.target, q), ctx, 1)
+        out[f"c_{q}"] = out[f"{q}_1"] / t1
     unpacked = None
     if plain is not None:
         unpacked = {"target_1": forward_ms(plain.target, ctx, 1), "target_5": forward_ms(plain.target, ctx, 5),
@@ -267,7 +273,8 @@ def aggregate(cfgs: list[Config], seconds: dict, outputs: dict, prompts, fm: dic
             row |= {"acceptance_rate": a, "mean_acceptance_length": total.mean_acceptance_length,
                     "per_position": [None if x is None else round(x, 3) for x in total.per_position()]}
             if c.k and not c.sampling and not c.unpacked:
-                draft_c = {"token": fm["c"], "feature": fm["c_feature"]}.get(c.drafter, 0.0)
+                draft_c = {"token": fm["c"], "feature": fm["c_feature"],
+                           **{q: fm.get(f"c_{q}", 0.0) for q in QUANTIZED}}.get(c.drafter, 0.0)
                 v = fm["target_verify"][str(c.k + 1)] / fm["target_1"]
                 row |= {"k": c.k, "c": draft_c, "v": v, "tau": expected_tokens(a, c.k),
                         "leviathan_estimate": walltime_improvement(a, c.k, draft_c),
@@ -354,7 +361,8 @@ def cold_load_seconds(device) -> float:
 
 
 def run_bench(prompts, max_new: int, repeats: int, ks, dynamic_k=True, hf_peers=True, sampling=True,
-              device=None, cold=False, unpacked=True, only=(), log=print, seeds: int = 1, sized_tree=False) -> dict:
+              device=None, cold=False, unpacked=True, only=(), log=print, seeds: int = 1, sized_tree=False,
+              quantized=False) -> dict:
     t0 = time.perf_counter()
     models = load_models(device=device)
     load_cached = time.perf_counter() - t0
@@ -362,7 +370,7 @@ def run_bench(prompts, max_new: int, repeats: int, ks, dynamic_k=True, hf_peers=
     # packed linear layers are the CPU default; an unpacked copy measures what they buy, side by side
     plain = load_models(device=device, packed=False) if unpacked and packed else None
     load_cold = cold_load_seconds(device) if cold else None
-    cfgs = select(configs(models, ks, dynamic_k, hf_peers, sampling, plain is not None), only)
+    cfgs = select(configs(models, ks, dynamic_k, hf_peers, sampling, plain is not None, quantized=quantized), only)
     sizing = None
     if sized_tree and models.feature_draft is not None:  # issue 48: the EAGLE-2 tree sized for this machine
         log("sizing the EAGLE-2 tree for this machine…")
@@ -372,7 +380,8 @@ def run_bench(prompts, max_new: int, repeats: int, ks, dynamic_k=True, hf_peers=
                            tree="eagle2", tree_budget=c.budget, tree_depth=c.depth))
     seconds, outputs, ids = run(models, plain, cfgs, prompts, max_new, repeats, log, seeds)
     first = prompts[0]["name"]
-    fm, unpacked_ms = forward_costs(models, plain, ids[first] + outputs[("ours greedy", first)][0][:32], ks)
+    fm, unpacked_ms = forward_costs(models, plain, ids[first] + outputs[("ours greedy", first)][0][:32], ks,
+                                    quantized=any(c.drafter in QUANTIZED for c in cfgs))
     bad = mismatches(cfgs, outputs, prompts)
     rows = aggregate(cfgs, seconds, outputs, prompts, fm)
     return {
@@ -401,6 +410,37 @@ def cpu_flags() -> list[str]:
     return sorted(f for f in flags if f.startswith(("avx", "amx", "fma", "sse4")))
 
 
+def forward_lines(res: dict) -> list[str]:
+    """The forward costs behind c and v: the target's step and verify passes, each draft's step and its c (the target
+    quantized with its a beside it), and what packing the linear layers bought when the unpacked rows ran."""
+    fm = res["forward_ms"]
+    lines = ["target forward (ms): 1 token " + f"{fm['target_1']:.1f}; " + "; ".join(
+        f"{n} tokens {v:.1f} (v={v / fm['target_1']:.2f})" for n, v in fm["target_verify"].items())]
+    if fm["draft_1"]:
+        lines.append(f"draft forward: {fm['draft_1']:.1f} ms -> c = {fm['c']:.3f}")
+    if fm.get("feature_draft_1"):
+        lines.append(f"feature draft forward: {fm['feature_draft_1']:.1f} ms -> c = {fm['c_feature']:.3f}")
+    for q in QUANTIZED:  # the target quantized: a near 1, yet some K pays only if a > c (Leviathan et al. 3.9)
+        if fm.get(f"{q}_1"):
+            a = res["rows"].get(f"spec {q} K=4", {}).get("acceptance_rate")
+            lines.append(f"target {q} forward: {fm[f'{q}_1']:.1f} ms -> c = {fm[f'c_{q}']:.3f}"
+                         + (f"; a = {a:.3f}, so a > c {'holds' if a > fm[f'c_{q}'] else 'fails'}" if a else ""))
+    um, rows = res.get("forward_ms_unpacked"), res["rows"]
+    if um and "unpacked greedy" in rows:  # a run --only some rows has the forward timings but no unpacked rows
+        lines.append(f"unpacked nn.Linear forward (ms): 1 token {um['target_1']:.1f}; 5 tokens {um['target_5']:.1f} "
+                     f"(v={um['target_5'] / um['target_1']:.2f})"
+                     + (f"; draft {um['draft_1']:.1f} -> c = {um['draft_1'] / um['target_1']:.3f}"
+                        if um["draft_1"] else ""))
+        g, ug = rows["ours greedy"]["tokens_per_s"], rows["unpacked greedy"]["tokens_per_s"]
+        line = f"packed vs unpacked: greedy {g / ug:.2f}×"
+        if "unpacked spec token K=4" in rows and "spec token K=4" in rows:
+            us = rows["unpacked spec token K=4"]["tokens_per_s"]
+            line += (f", spec token K=4 {rows['spec token K=4']['tokens_per_s'] / us:.2f}×; "
+                     f"unpacked spec token K=4 vs unpacked greedy {us / ug:.2f}×")
+        lines.append(line)
+    return lines
+
+
 def table(res: dict) -> str:
     lines = [f"SpecViz bench {res['date']} · {res['device']} · {res['threads']} threads · torch {res['torch']} · "
              f"{len(res['prompts'])} prompts × {res['max_new_tokens']} new tokens · median of {res['repeats']} · "
@@ -418,26 +458,8 @@ def table(res: dict) -> str:
             f"{f(r.get('leviathan_estimate'), '6.2f'):>6} {f(r.get('machine_estimate'), '6.2f'):>6} "
             f"{f(100 * r['fraction_of_machine_estimate'] if 'fraction_of_machine_estimate' in r else None, '5.0f'):>6} "
             f"{f(r.get('vs_hf_peer'), '6.2f'):>6}")
-    fm = res["forward_ms"]
-    lines += ["", "target forward (ms): 1 token " + f"{fm['target_1']:.1f}; " + "; ".join(
-        f"{n} tokens {v:.1f} (v={v / fm['target_1']:.2f})" for n, v in fm["target_verify"].items())]
-    if fm["draft_1"]:
-        lines.append(f"draft forward: {fm['draft_1']:.1f} ms -> c = {fm['c']:.3f}")
-    if fm.get("feature_draft_1"):
-        lines.append(f"feature draft forward: {fm['feature_draft_1']:.1f} ms -> c = {fm['c_feature']:.3f}")
-    um, rows = res.get("forward_ms_unpacked"), res["rows"]
-    if um and "unpacked greedy" in rows:  # a run --only some rows has the forward timings but no unpacked rows
-        lines.append(f"unpacked nn.Linear forward (ms): 1 token {um['target_1']:.1f}; 5 tokens {um['target_5']:.1f} "
-                     f"(v={um['target_5'] / um['target_1']:.2f})"
-                     + (f"; draft {um['draft_1']:.1f} -> c = {um['draft_1'] / um['target_1']:.3f}"
-                        if um["draft_1"] else ""))
-        g, ug = rows["ours greedy"]["tokens_per_s"], rows["unpacked greedy"]["tokens_per_s"]
-        line = f"packed vs unpacked: greedy {g / ug:.2f}×"
-        if "unpacked spec token K=4" in rows and "spec token K=4" in rows:
-            us = rows["unpacked spec token K=4"]["tokens_per_s"]
-            line += (f", spec token K=4 {rows['spec token K=4']['tokens_per_s'] / us:.2f}×; "
-                     f"unpacked spec token K=4 vs unpacked greedy {us / ug:.2f}×")
-        lines.append(line)
+    lines += ["", *forward_lines(res)]
+    rows = res["rows"]
     if res["ngram_speedup_on_repeat_prompts"]:
         lines.append("n-gram on repeats-the-input prompts (× our greedy): " + ", ".join(
             f"{k.replace('spec ngram ', '')} {v:.2f}" for k, v in res["ngram_speedup_on_repeat_prompts"].items()))
@@ -487,6 +509,10 @@ def main(argv=None) -> int:
                                                          "same seeds for token-wise and block verification)")
     ap.add_argument("--sized-tree", action="store_true",
                     help="also a row of the EAGLE-2 tree sized for this machine (labs/tree_sizing; about a minute)")
+    ap.add_argument("--quantized", action="store_true",
+                    help="also spec int8 / int4 K=4 and their bf16-activation twins: the target itself quantized as "
+                         "the draft, each with its measured c (on the 2-core machine about 40 s more per prompt and "
+                         "repeat at 128 tokens: some 13 minutes at the defaults)")
     ap.add_argument("--only", default="", help="comma-separated parts of row names to run (e.g. 'feature K=4,eagle2'); "
                                                "the greedy rows always run")
     a = ap.parse_args(argv)
@@ -504,6 +530,7 @@ def main(argv=None) -> int:
         return 2
     kw["seeds"] = a.seeds
     kw["sized_tree"] = a.sized_tree
+    kw["quantized"] = a.quantized
     try:
         res = run_bench(prompts, a.max_new_tokens, a.repeats, ks, device=a.device, cold=not a.quick,
                         log=lambda m: print(m, file=sys.stderr, flush=True), **kw)

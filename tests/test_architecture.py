@@ -114,6 +114,21 @@ def test_engine_functions_fit_on_a_screen():
     assert not long, long
 
 
+def test_every_function_fits_on_a_screen_and_every_page_under_300_lines():
+    """No function over 60 lines anywhere in specviz/, ui/ or pages/ (a whole idea on a screen), no page over 300
+    lines (a page composes: the work is in the layers below)."""
+    root = PKG.parent
+    long = []
+    files = list(PKG.rglob("*.py")) + list((root / "ui").glob("*.py")) + list((root / "pages").glob("*.py"))
+    for path in sorted(files):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > 60:
+                long.append(f"{path.relative_to(root)}:{node.name} ({node.end_lineno - node.lineno + 1} lines)")
+    assert not long, long
+    pages = {p.name: len(p.read_text().splitlines()) for p in (root / "pages").glob("*.py")}
+    assert pages and all(n <= 300 for n in pages.values()), pages
+
+
 def test_every_module_sits_in_a_layer_folder():
     """specviz/ itself holds only the shared core and the command-line entries; algorithms live in engine/,
     measurements in labs/, drafters, figures, training, practice and the Q&A in their own packages."""

@@ -14,12 +14,13 @@ from specviz.drafters.feature import FeatureDrafter
 from specviz.drafters.medusa import MEDUSA_LABEL, MedusaDrafter
 from specviz.drafters.model import ModelDrafter
 from specviz.drafters.ngram import NgramDrafter
+from specviz.drafters.quantized import QUANTIZED_LABELS, quantized_drafter, quantized_model
 from specviz.drafters.staged import StagedDrafter
 from specviz.drafters.suffix import SuffixDrafter
 
 __all__ = ["ConfidenceStopDrafter", "Drafter", "Eagle2Drafter", "FeatureDrafter", "MedusaDrafter", "ModelDrafter",
            "NgramDrafter", "StagedDrafter", "SuffixDrafter", "early_exit_drafter", "early_exit_model", "KINDS",
-           "LABELS", "TreeDrafter", "drafter_choices", "make_drafter"]
+           "LABELS", "QUANTIZED", "TreeDrafter", "drafter_choices", "make_drafter", "quantized_model"]
 
 FEATURE_LABEL = "feature draft (EAGLE-style)"
 TOKEN_LABEL = "token draft"
@@ -58,15 +59,22 @@ KINDS: dict[str, Kind] = {
                    f"The EAGLE-2 tree needs the feature draft, which {EMBEDDED_ONLY}.", tree=True),
     "medusa": Kind(MEDUSA_LABEL, lambda m, t, o: MedusaDrafter(m.medusa, o.get("choices")), "medusa",
                    f"The Medusa heads {EMBEDDED_ONLY} (models/medusa).", tree=True),
+    # the target itself with int8 / int4 weights (issue 48.5): agrees nearly always; what a step costs (c) is the
+    # kernel's business, and decides whether it pays (specviz/drafters/quantized.py)
+    **{kind: Kind(label, lambda m, t, o, kind=kind: quantized_drafter(t if t is not None else m.target, kind))
+       for kind, label in QUANTIZED_LABELS.items()},
 }
+QUANTIZED = tuple(QUANTIZED_LABELS)  # "int8", "int4", "int8-bf16", "int4-bf16"
 LABELS = {k: v.label for k, v in KINDS.items()}
 
 
-def drafter_choices(models) -> dict[str, str]:
+def drafter_choices(models, quantized=()) -> dict[str, str]:
     """label -> kind for the pages' chain pickers, best first; only what these models can run. A draft model
-    the user gave is labelled by its name."""
+    the user gave is labelled by its name. quantized: QUANTIZED kinds to add after them (the Drafter comparison's
+    lesson that acceptance is not speedup; no picker offers the target quantized as a drafter to use)."""
     kinds = (["feature"] if models.feature_draft is not None else []) + (["token"] if models.draft is not None else [])
-    return {(models.draft_name if k == "token" else LABELS[k]): k for k in kinds + ["ngram", "early-exit"]}
+    kinds += ["ngram", "early-exit"] + [k for k in QUANTIZED if k in quantized]
+    return {(models.draft_name if k == "token" else LABELS[k]): k for k in kinds}
 
 
 def make_drafter(kind: str, models=None, target=None, early_exit_layers: int = 4, **options) -> Drafter:

@@ -10,7 +10,7 @@ from specviz.sampling import SamplingConfig
 from specviz.engine.speculative import speculative_steps
 from specviz.engine.loop import run_steps
 from specviz.labs.timing import forward_ms, time_forwards
-from specviz.theory import speedup_breakdown
+from specviz.theory import speculation_pays, speedup_breakdown
 
 
 def verify_cost_profile(model, ctx: list[int], ks=range(1, 17), repeats: int = 5) -> dict:
@@ -97,13 +97,23 @@ def speculative_vs_plain(target, drafter, tokenizer, ids, max_new: int, k: int, 
     }
 
 
+C_COLUMN = "c (draft step ÷ target step)"
+
+
 def compare_drafters(target, tokenizer, ids, drafters: dict, k: int, max_new: int, rounds: int = 3,
-                     progress=lambda f, m: None) -> list[dict]:
+                     progress=lambda f, m: None, step_models: dict | None = None) -> list[dict]:
     """drafters: name -> zero-argument factory. Plain greedy is the baseline; timed by `timed_rounds`, and
-    reported as medians with the per-round range."""
+    reported as medians with the per-round range. step_models: name -> the model one draft step of that drafter
+    runs; its c (one 1-token forward over the target's, timed after the runs) joins its row."""
     progress(0.0, "warming up…")
     drafters = {name: make() for name, make in drafters.items()}
-    seconds, results = plain_vs_drafters(target, tokenizer, ids, drafters, k, max_new, rounds, progress)
+    seconds, results = plain_vs_drafters(target, tokenizer, ids, drafters, k, max_new, rounds, progress,
+                                         span=(0.0, 0.9 if step_models else 1.0))
+    steps = {}
+    if step_models:
+        progress(0.9, "timing one step of each draft model…")
+        ctx = list(ids) + results["plain greedy"].token_ids[:16]
+        steps = {name: forward_ms(m, ctx, 1, repeats=7) for name, m in {"target": target, **step_models}.items()}
     rows = []
     for name in drafters:
         r, c = results[name], results[name].counters
@@ -113,9 +123,35 @@ def compare_drafters(target, tokenizer, ids, drafters: dict, k: int, max_new: in
                      "speedup vs plain greedy": sp["speedup"], "speedup range": sp["speedup_range"],
                      "seconds": sp["spec_s"], "plain seconds": sp["plain_s"], "rounds": rounds,
                      "target passes": c.target_passes,
-                     "identical to greedy": r.token_ids == results["plain greedy"].token_ids})
+                     "identical to greedy": r.token_ids == results["plain greedy"].token_ids}
+                    | ({C_COLUMN: steps[name] / steps["target"], "draft step ms": steps[name],
+                        "target step ms": steps["target"]} if name in steps else {}))
     progress(1.0, "done")
     return rows
+
+
+def acceptance_is_not_speedup(rows: list[dict], names) -> str | None:
+    """Issue 48.5's lesson worded from this run, for the drafters in `names` (the target quantized): they agree
+    with the target nearly always, but some K beats plain decoding only if a > c (Leviathan et al., Corollary 3.9),
+    and c is what the kernel and the machine make a draft step cost. None without their rows."""
+    quantized = [r for r in rows if r["drafter"] in names and r.get(C_COLUMN) is not None]
+    if not quantized:
+        return None
+    said = "; ".join(
+        f"{r['drafter']}: a = {r['acceptance rate']:.0%}, c = {r[C_COLUMN]:.2f} ({r['draft step ms']:.0f} ms a step "
+        f"against the target's {r['target step ms']:.0f} ms), a > c "
+        f"{'holds' if speculation_pays(r['acceptance rate'], r[C_COLUMN]) else 'fails'}: "
+        f"{r['speedup vs plain greedy']:.2f}× plain greedy" for r in quantized)
+    pays = [r for r in quantized if speculation_pays(r["acceptance rate"], r[C_COLUMN])]
+    verdict = ("A draft must be cheap, not only right: with c ≥ a no K pays, however often the draft is right "
+               "(K = 1 already loses: (1 + a) / (1 + c) ≤ 1)." if not pays else
+               "Here each one is cheap enough: on this CPU its integer kernels beat the fp32 target's step. On "
+               "another CPU the same drafts can lose: c belongs to the kernel and the machine." if len(pays) == len(
+                   quantized) else
+               "The same target at nearly the same acceptance, opposite outcomes: c decided, and c belongs to the "
+               "kernel and the machine, not to the bit width.")
+    return (f"**Acceptance is not speedup.** The target quantized agrees with the target nearly always, but some K "
+            f"beats plain decoding only if a > c (Leviathan et al., Corollary 3.9). In this run — {said}. {verdict}")
 
 
 def first_positions(target, drafter_factory, tokenizer, ids, n: int, cfg: SamplingConfig, positions: int = 3,
