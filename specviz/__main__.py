@@ -285,7 +285,7 @@ def export(a) -> int:
     from specviz.engine.speculative import speculative_steps
     from specviz.engine.loop import run_steps
     from specviz.engine.tree import tree_speculative_steps
-    from specviz.models import load_models
+    from specviz.loading import load_models
     from specviz.prompting import context_size, encode_prompt
     from specviz.sampling import SamplingConfig
     from specviz.views import whole_run
@@ -359,7 +359,7 @@ def drill(a) -> int:
         raise SpecVizError("drill needs --kind KIND (see --list) or --list.")
     models = None
     if a.kind in DRILLS and DRILLS[a.kind].live:
-        from specviz.models import load_models
+        from specviz.loading import load_models
         models = load_models()
     d = make(a.kind, a.seed, models)
     if a.answer is not None:
@@ -482,7 +482,7 @@ def decode(a) -> dict:
     from specviz.drafters import drafter_choices, make_drafter
     from specviz.engine.lookahead import lookahead_steps
     from specviz.engine.plain import plain_steps
-    from specviz.models import load_models, load_target
+    from specviz.loading import load_models, load_target
     from specviz.prompting import context_size, encode_prompt
     from specviz.sampling import SamplingConfig
     from specviz.engine.speculative import speculative_steps
@@ -505,7 +505,7 @@ def decode(a) -> dict:
     def one(seed: int):
         c = SamplingConfig(cfg.temperature, cfg.top_k, cfg.top_p, seed)
         if a.method in ("greedy", "sample"):
-            return run_steps(plain_steps(model, tok, ids, a.max_new_tokens, c))[1]
+            return run_steps(plain_steps(model, tok, ids, a.max_new_tokens, c, details=False))[1]
         if a.method == "beam":
             return run_steps(beam_steps(model, tok, ids, a.num_beams, a.max_new_tokens, a.length_penalty))[1]
         if a.method == "lookahead":
@@ -518,9 +518,10 @@ def decode(a) -> dict:
         if a.tree != "none":
             typical = parse_typical(a.typical) if a.typical is not None else None
             return run_steps(tree_speculative_steps(model, drafter, tok, ids, a.max_new_tokens, a.tree_budget,
-                                                    a.tree_depth, a.tree_width, c, typical=typical))[1]
+                                                    a.tree_depth, a.tree_width, c, typical=typical, details=False))[1]
+        # details=False: the output is the tokens and the counters, so no cycle records what only a page draws
         return run_steps(speculative_steps(model, drafter, tok, ids, a.max_new_tokens, a.k, c, a.dynamic_k,
-                                           acceptance=a.acceptance))[1]
+                                           acceptance=a.acceptance, details=False))[1]
 
     results = [one(a.seed + i) for i in range(a.num_samples)]
     out = results[0].as_dict()

@@ -28,7 +28,7 @@ from specviz.engine.plain import plain_steps
 from specviz.labs.measure import timed_rounds
 from specviz.labs.timing import forward_ms
 from specviz.labs.tree_sizing import size
-from specviz.models import load_models
+from specviz.loading import load_models
 from specviz.packed import PackedLinear
 from specviz.prompting import prompt_ids
 from specviz.sampling import SamplingConfig
@@ -66,6 +66,8 @@ class Config:
 
     lookahead: tuple[int, int, int] = (5, 4, 5)  # window W, n-gram size N, candidates G (method "lookahead")
     acceptance: str = "token"  # a sampling row's rule: token-wise rejection sampling or block verification (issue 48)
+    # record every cycle's display data as the pages do (issue 48.3); the benchmark's rows record only the counters
+    details: bool = False
 
     @property
     def greedy_speculative(self) -> bool:
@@ -103,6 +105,9 @@ def configs(models, ks, dynamic_k: bool, hf_peers: bool, sampling: bool, unpacke
         # the whole shipped list: more tokens per target pass than the token chain, more verify cost per pass
         out.append(Config("spec medusa N=32 D=4", "speculative", "medusa", None, tree="medusa", tree_depth=4,
                           tree_budget=32))
+    # the best chain recording every cycle's display data as a page does: what recording costs, in the same run
+    best_k = 2 if 2 in ks else ks[0]
+    out.append(Config(f"spec {drafters[-1]} K={best_k} recorded", "speculative", drafters[-1], best_k, details=True))
     # beyond one draft model: suffix decoding and staged speculation at K = 4, lookahead with no drafter at all
     out.append(Config("spec suffix K=4", "speculative", "suffix", 4))
     if models.draft is not None:
@@ -160,19 +165,23 @@ def runner_with(cfg: Config, models, sampling: SamplingConfig):
             return o[0, len(ids):].tolist(), None
         return hf
     if cfg.method == "plain":
-        return lambda ids, n: counted(plain_steps(target, tok, ids, n, sampling))
+        return lambda ids, n: counted(plain_steps(target, tok, ids, n, sampling, details=cfg.details))
     if cfg.method == "lookahead":
         return lambda ids, n: counted(lookahead_steps(target, tok, ids, n, *cfg.lookahead))
     if cfg.tree:  # eagle2, or medusa with the shipped heads' default medusa_choices cut to the budget
         return lambda ids, n: counted(tree_speculative_steps(target, make_drafter(cfg.tree, models), tok, ids, n,
-                                                             cfg.tree_budget, cfg.tree_depth, cfg=sampling))
+                                                             cfg.tree_budget, cfg.tree_depth, cfg=sampling,
+                                                             details=cfg.details))
     if cfg.threshold is not None:  # drafts until the draft's top probability falls under the threshold, at most 16
         return lambda ids, n: counted(speculative_steps(target, make_drafter(
-            "confidence", models, threshold=cfg.threshold, keep_crossing=cfg.keep_crossing), tok, ids, n, 16, sampling))
+            "confidence", models, threshold=cfg.threshold, keep_crossing=cfg.keep_crossing), tok, ids, n, 16, sampling,
+            details=cfg.details))
     k = cfg.k or 4  # dynamic K starts at 4
-    count = counted_block if cfg.acceptance == "block" and cfg.sampling else counted
+    block = cfg.acceptance == "block" and cfg.sampling  # its counters read the cycles' block odds: recorded
+    count = counted_block if block else counted
     return lambda ids, n: count(speculative_steps(target, make_drafter(cfg.drafter, models), tok, ids, n, k, sampling,
-                                                  cfg.dynamic_k, k_max=16, acceptance=cfg.acceptance))
+                                                  cfg.dynamic_k, k_max=16, acceptance=cfg.acceptance,
+                                                  details=cfg.details or block))
 
 
 def select(cfgs: list[Config], only) -> list[Config]:

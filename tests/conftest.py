@@ -20,14 +20,14 @@ torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 @pytest.fixture(scope="session")
 def embedded():
     """The embedded SmolLM2-135M-Instruct target and tokenizer, loaded once per test session."""
-    from specviz.models import load_target
+    from specviz.loading import load_target
 
     return load_target()
 
 
 @pytest.fixture(scope="session")
 def models():
-    from specviz.models import load_models
+    from specviz.loading import load_models
 
     return load_models()
 

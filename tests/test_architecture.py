@@ -134,23 +134,24 @@ def test_every_module_sits_in_a_layer_folder():
     measurements in labs/, drafters, figures, training, practice and the Q&A in their own packages."""
     top = sorted(p.name for p in PKG.glob("*.py"))
     assert top == sorted(["__init__.py", "__main__.py", "bench.py", "distill.py", "errors.py", "lesson.py",
-                          "medusa_choices.py", "models.py", "packed.py", "prompting.py", "replay.py",
+                          "medusa_choices.py", "packed.py", "prompting.py", "replay.py",
                           "roofline.py", "sampling.py", "stepper.py", "theory.py", "tokens.py", "trace.py",
                           "verify.py"]), top
     packages = sorted(p.name for p in PKG.iterdir() if (p / "__init__.py").is_file())
-    assert packages == ["drafters", "engine", "figures", "labs", "practice", "qa", "training", "views"], packages
+    assert packages == ["drafters", "engine", "figures", "labs", "loading", "practice", "qa", "training",
+                        "views"], packages
 
 
 # The layers, bottom first. A module may import its own layer folder and the layers below, never one above or
 # beside it (figures and labs are siblings: a figure draws trace dataclasses, never a lab's). A package folder is its
-# own layer; the top-level modules are the shared core, except the model loader and the entries named here.
-LAYERS = [["core"], ["qa", "drafters"], ["engine"], ["models"], ["labs", "figures", "practice"], ["training"],
+# own layer; the top-level modules are the shared core, except the entries named here.
+LAYERS = [["core"], ["qa", "drafters"], ["engine"], ["loading"], ["labs", "figures", "practice"], ["training"],
           ["views"], ["entries"]]
-TOP_LEVEL = {"models": "models", "lesson": "entries", "__main__": "entries", "bench": "entries", "distill": "entries"}
+TOP_LEVEL = {"lesson": "entries", "__main__": "entries", "bench": "entries", "distill": "entries"}
 
 
 def layer_of(module: str) -> str:
-    """specviz.engine.loop -> engine; specviz.models -> models; specviz.verify -> core (derived from the tree)."""
+    """specviz.engine.loop -> engine; specviz.lesson -> entries; specviz.verify -> core (derived from the tree)."""
     parts = module.split(".")[1:]
     if not parts:
         return "core"

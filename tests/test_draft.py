@@ -11,7 +11,7 @@ import torch
 from conftest import chat
 from specviz.drafters import ModelDrafter, early_exit_model
 from specviz.drafters.build import load_token_draft
-from specviz.models import SHIPPED_DRAFT
+from specviz.loading import SHIPPED_DRAFT
 from specviz.engine.speculative import speculative_steps
 from specviz.engine.loop import run_steps
 from specviz.prompting import held_out_prompts

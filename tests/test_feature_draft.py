@@ -16,7 +16,7 @@ from specviz.drafters.build import load_token_draft
 from specviz.drafters.feature import is_feature_draft, shifted
 from specviz.drafters.feature import load as load_feature_draft
 from specviz.labs.timing import forward_ms
-from specviz.models import SHIPPED_FEATURE_DRAFT
+from specviz.loading import SHIPPED_FEATURE_DRAFT
 from specviz.sampling import SamplingConfig
 from specviz.engine.speculative import speculative_steps
 from specviz.engine.loop import run_steps
@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture(scope="module")
 def plain():
     """The embedded target with plain nn.Linear layers: a draft is built by copying one of them."""
-    from specviz.models import load_target
+    from specviz.loading import load_target
     return load_target(packed=False)
 
 
@@ -93,7 +93,7 @@ def test_sampling_with_feature_draft_records_the_q_it_drew_from(plain, untrained
 
 def test_shipped_feature_draft_shares_target_modules_and_is_small(models):
     assert is_feature_draft(SHIPPED_FEATURE_DRAFT), "models/feature_draft must ship"
-    from specviz.models import SHIPPED_DRAFT
+    from specviz.loading import SHIPPED_DRAFT
     size = sum(f.stat().st_size for d in (SHIPPED_DRAFT, SHIPPED_FEATURE_DRAFT) for f in d.iterdir())
     assert size <= 30 * 2**20  # both shipped drafts together
     fd = models.feature_draft
@@ -126,7 +126,7 @@ def test_shipped_feature_draft_beats_an_untrained_one(models, plain):
 
 def test_make_drafter_feature_needs_the_shipped_draft(models):
     from specviz.errors import SpecVizError
-    from specviz.models import Models
+    from specviz.loading import Models
     assert make_drafter("feature", models).reads_target_states
     bare = Models(models.target, models.tokenizer, None, "n-gram lookup", models.device)
     with pytest.raises(SpecVizError, match="feature draft"):
@@ -140,7 +140,7 @@ def test_feature_draft_starts_as_the_token_draft(plain, layers, tmp_path):
     only add what the target's state tells."""
     import os
 
-    from specviz.models import SHIPPED_DRAFT
+    from specviz.loading import SHIPPED_DRAFT
     target, tok = plain
     fd = feature.from_token_draft(target, SHIPPED_DRAFT, layers=layers).eval()
     assert len(fd.lm.model.layers) == layers
@@ -177,7 +177,7 @@ def test_feature_distillation_runs_end_to_end(tmp_path):
     meta = json.loads((out / "config.json").read_text())
     assert meta["kind"] == "feature" and meta["train"]["steps"] == 2
     assert (tmp_path / "feats.pt").is_file()  # the target's features were computed and cached
-    from specviz.models import SHIPPED_DRAFT, load_target
+    from specviz.loading import SHIPPED_DRAFT, load_target
     assert (out.parent / meta["head_from"]).resolve() == SHIPPED_DRAFT.resolve()  # the head is shared, not stored
     target, tok = load_target()
     fd = load_feature_draft(target, out)
@@ -244,7 +244,7 @@ def test_a_fine_tuning_stage_keeps_the_recipe_and_records_itself(tmp_path):
     assert ft["from"] == "models/feature_draft" and ft["subjects"] == "fresh" and ft["unroll"] == 4
     assert ft["steps"] == 2 and ft["answers"] == 2
     assert (tmp_path / "fresh_feats.pt").is_file() and not (tmp_path / "feats.pt").exists()
-    from specviz.models import load_target
+    from specviz.loading import load_target
     target, _ = load_target()
     before = load_feature_draft(target, ROOT / "models" / "feature_draft", packed=False)
     after = load_feature_draft(target, out, packed=False)

@@ -7,7 +7,7 @@ import torch
 
 from specviz.__main__ import main
 from specviz.errors import SpecVizError
-from specviz.models import load_models, load_model, pick_device
+from specviz.loading import load_models, load_model, pick_device
 
 ROOT = Path(__file__).resolve().parent.parent
 HTML = "<img src=x onerror=alert(1)> <script>alert(2)</script>"

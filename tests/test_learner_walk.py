@@ -17,7 +17,7 @@ def page(name):
 def test_a_5000_character_model_name_is_a_message_not_a_crash():
     """It raised OSError "File name too long" and left the status box at "Loading models…"."""
     from specviz.errors import SpecVizError
-    from specviz.models import resolve_local
+    from specviz.loading import resolve_local
 
     for name in ("a" * 5000, "x/" * 3000, "/" + "b" * 300):
         with pytest.raises(SpecVizError) as e:

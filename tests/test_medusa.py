@@ -11,7 +11,7 @@ from conftest import chat
 from specviz.drafters.medusa import MedusaDrafter, choice_tree, tree_from_choices
 from specviz.errors import SpecVizError
 from specviz.medusa_choices import parse_choices
-from specviz.models import SHIPPED_DRAFT
+from specviz.loading import SHIPPED_DRAFT
 from specviz.engine.plain import plain_steps
 from specviz.sampling import SamplingConfig
 from specviz.engine.loop import run_steps

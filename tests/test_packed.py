@@ -23,7 +23,7 @@ def test_packed_linear_equals_linear(rows, bias):
 
 
 def test_embedded_target_is_packed_and_decodes_like_the_unpacked_model(embedded):
-    from specviz.models import load_target
+    from specviz.loading import load_target
     from tests.conftest import chat
 
     model, tok = embedded

@@ -1,4 +1,4 @@
-"""Any local pair (issue 39), model-free: what specviz.models reads from a folder before loading it (sizes from the
+"""Any local pair (issue 39), model-free: what specviz.loading reads from a folder before loading it (sizes from the
 safetensors headers, corrupt and missing files, architectures), the memory check (CPU and GPU), the local Hugging
 Face cache (nothing downloaded), tokenizer matching, the CLI on a tiny pair through the same load_models, and the
 page table the app states per page. Tiny random Llamas on a word-level tokenizer built here: seconds."""
@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from pairs import WORDS, copy_folder, cut_short, fake_huge, foreign_architecture, hub_entry, tiny_llama, word_tokenizer
-from specviz import models as M
+from specviz import loading as M
 from specviz.errors import SpecVizError
 
 pytestmark = pytest.mark.fast
@@ -110,7 +110,7 @@ def test_too_big_for_memory_is_refused_from_the_header_alone(folders, tmp_path, 
     # two models that fit alone but not together are refused as a pair
     t, d = M.inspect_folder(folders["target"]), M.inspect_folder(folders["draft"])
     free = (t.needed(torch.float32) + d.needed(torch.float32) / 2) / 0.8  # room for the bigger one, not for both
-    monkeypatch.setattr(M, "available_memory", lambda dev: int(free))
+    monkeypatch.setattr(M.files, "available_memory", lambda dev: int(free))  # what check_fits reads
     M.check_fits([t], torch.device("cpu"))
     M.check_fits([d], torch.device("cpu"))
     with pytest.raises(SpecVizError, match=r"\+") as e:
@@ -143,9 +143,9 @@ def test_device_choice(monkeypatch):
 def test_apple_gpu_when_there_is_no_cuda(monkeypatch):
     """MPS (Apple silicon) is picked when there is no CUDA, kept in fp32; asked for where absent: one sentence."""
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    monkeypatch.setattr(M, "mps_available", lambda: True)
+    monkeypatch.setattr(M.device, "mps_available", lambda: True)
     assert M.pick_device() == torch.device("mps") and M.pick_dtype(torch.device("mps")) == torch.float32
-    monkeypatch.setattr(M, "mps_available", lambda: False)
+    monkeypatch.setattr(M.device, "mps_available", lambda: False)
     assert M.pick_device() == torch.device("cpu")
     with pytest.raises(SpecVizError, match="no Apple GPU"):
         M.pick_device("mps")

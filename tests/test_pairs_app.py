@@ -19,13 +19,13 @@ def pair(tmp_path_factory):
     one more token; plus folders that must be refused."""
     import psutil
 
-    from specviz.models import _embedded_path, load_tokenizer
+    from specviz.loading import embedded_path, load_tokenizer
 
     d = tmp_path_factory.mktemp("pair")
-    tok = load_tokenizer(_embedded_path())
+    tok = load_tokenizer(embedded_path())
     target = tiny_llama(d / "tiny-target", tok, hidden=64, layers=2, seed=0)
     draft = tiny_llama(d / "tiny-draft", tok, hidden=32, layers=1, seed=1)
-    other_tok = load_tokenizer(_embedded_path())
+    other_tok = load_tokenizer(embedded_path())
     other_tok.add_tokens(["<specviz-not-shared>"])
     other = tiny_llama(d / "other-vocab", other_tok, hidden=32, layers=1, seed=2)
     hub = d / "hub"

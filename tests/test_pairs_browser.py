@@ -16,10 +16,10 @@ SHOTS = ROOT / "test-artifacts"
 
 @pytest.fixture(scope="module")
 def pair_server(tmp_path_factory):
-    from specviz.models import _embedded_path, load_tokenizer
+    from specviz.loading import embedded_path, load_tokenizer
 
     d = tmp_path_factory.mktemp("browser-pair")
-    tok = load_tokenizer(_embedded_path())
+    tok = load_tokenizer(embedded_path())
     hub = d / "hub"
     hub_entry(hub, "org/tiny-target", tiny_llama(d / "tiny-target", tok, hidden=64, layers=3, seed=0))
     hub_entry(hub, "org/tiny-draft", tiny_llama(d / "tiny-draft", tok, hidden=32, layers=1, seed=1))

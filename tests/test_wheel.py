@@ -25,7 +25,7 @@ import pytest
 from specviz import missing_file
 from specviz.drafters import make_drafter
 from specviz.errors import SpecVizError
-from specviz.models import Models, shipped_gap
+from specviz.loading import Models, shipped_gap
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 # what the wheel's specviz_app/ holds: the repository root's app, with the files the running code reads

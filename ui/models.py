@@ -1,7 +1,7 @@
 """The sidebar's Models section: the embedded pair (default), or any target and draft from a local folder or the
 local Hugging Face cache, listed with their sizes and whether a draft's tokenizer matches the target's; a pair that
 cannot be used gets one line saying why while the app goes on with the pair it had. And, keyed on the page
-registry, what each page can do with the pair in use. Loading and every check is specviz.models (plan_pair,
+registry, what each page can do with the pair in use. Loading and every check is specviz.loading (plan_pair,
 load_models): the same code path as the CLI's and the benchmark's --target / --draft."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import streamlit as st
 
 from specviz.errors import SpecVizError
 from specviz.figures import md_escape
-from specviz.models import (EMBEDDED_NAME, MAX_MODEL_NAME, ModelFiles, available_memory, cached_models, inspect_folder,
+from specviz.loading import (EMBEDDED_NAME, MAX_MODEL_NAME, ModelFiles, available_memory, cached_models, inspect_folder,
                             inspect_model, pick_dtype, plan_pair, tokenizer_signature)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -273,7 +273,7 @@ def section(sb, device: str, loaded) -> tuple[str | None, str | None]:
 
 
 def _hub():
-    from specviz.models import hub_cache
+    from specviz.loading import hub_cache
 
     return hub_cache()
 

@@ -8,7 +8,7 @@ import streamlit as st
 
 from specviz.errors import SpecVizError
 from specviz.figures import md_escape
-from specviz.models import MAX_MODEL_NAME, pick_device
+from specviz.loading import MAX_MODEL_NAME, pick_device
 from specviz.prompting import context_size, encode_prompt
 from ui.registry import leave_pages_folder_mode
 from ui.state import copy_to, history_visit, mirror, persist
@@ -136,7 +136,7 @@ def on_prompt():
 
 @st.cache_resource(show_spinner=False, max_entries=3)
 def load_pair(target, draft, device):
-    from specviz.models import load_models
+    from specviz.loading import load_models
 
     return load_models(target, draft, device)
 

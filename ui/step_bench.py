@@ -20,7 +20,7 @@ def main(cycles: int = 6) -> None:
     from specviz.drafters import make_drafter
     from specviz.figures import spec_cycle as F
     from specviz.views.speculative_decoding import spec_phases, spec_stages
-    from specviz.models import load_models
+    from specviz.loading import load_models
     from specviz.prompting import context_size, encode_prompt
     from specviz.replay import Recording, Replay
     from specviz.sampling import SamplingConfig

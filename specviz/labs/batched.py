@@ -15,7 +15,7 @@ from specviz.engine.batched import batched_greedy, batched_speculative
 from specviz.errors import SpecVizError
 from specviz.labs.serving import forward_grid
 from specviz.roofline import speedup_at_batch
-from specviz.models import REPO_ROOT, load_models
+from specviz.loading import REPO_ROOT, load_models
 from specviz.prompting import prompt_ids
 from specviz.theory import acceptance_from_tokens_per_pass
 

@@ -25,7 +25,7 @@ from specviz.drafters.confidence import confidence_stop
 from specviz.engine.loop import room, run_steps
 from specviz.engine.plain import plain_steps
 from specviz.engine.speculative import next_k, speculative_steps
-from specviz.models import Models
+from specviz.loading import Models
 from specviz.tokens import eos_ids
 from specviz.labs.measure import verify_cost_profile
 from specviz.labs.timing import forward_ms

@@ -17,7 +17,7 @@ from specviz.engine.plain import plain_steps
 from specviz.engine.speculative import speculative_steps
 from specviz.engine.loop import run_steps
 from specviz.tokens import token_text
-from specviz.models import load_target
+from specviz.loading import load_target
 
 RUNS = ("fp32 plain", "fp32 speculative", "bf16 plain", "bf16 speculative")
 PAIRS = (("fp32 plain", "fp32 speculative"), ("bf16 plain", "bf16 speculative"), ("fp32 plain", "bf16 plain"))

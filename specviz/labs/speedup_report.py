@@ -11,7 +11,7 @@ from specviz.labs import knobs
 from specviz.labs import policies as PO
 from specviz.labs import timeline as TL
 from specviz.labs.precision import bf16_target, precision_runs
-from specviz.models import load_models
+from specviz.loading import load_models
 from specviz.prompting import context_size, encode_prompt
 
 def run(a, asked: list[str]) -> dict:

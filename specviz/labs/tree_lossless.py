@@ -32,7 +32,7 @@ from specviz.sampling import SamplingConfig, distribution, warpers
 from specviz.engine.speculative import Run
 from specviz.engine.tree import draft_tree, static_tree, tree_logits
 from specviz.verify import first_token_tv, verify_tree, verify_tree_typical
-from specviz.models import load_models
+from specviz.loading import load_models
 from specviz.prompting import prompt_ids
 from specviz.prompting import held_out_prompts
 

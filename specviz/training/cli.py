@@ -38,7 +38,7 @@ from specviz.drafters.early_exit import early_exit_model
 from specviz.drafters.feature import is_feature_draft
 from specviz.drafters.feature import load as load_feature_draft
 from specviz.drafters.medusa import load as load_medusa
-from specviz.models import REPO_ROOT, load_target
+from specviz.loading import REPO_ROOT, load_target
 from specviz.training import feature, medusa, token
 from specviz.prompting import EXTRA_SUBJECTS, MORE_SUBJECTS
 from specviz.training.data import cached_data, features_path, fresh_jobs, head_subset, training_jobs

@@ -17,7 +17,7 @@ import time
 
 import torch
 
-from specviz.models import load_target
+from specviz.loading import load_target
 from specviz.prompting import EXTRA_SUBJECTS, FRESH_SUBJECTS, MORE_SUBJECTS, SUBJECTS, prompt_ids, prompts
 
 DATA_SLICE = 480  # answers generated between two saves of the data cache

@@ -14,7 +14,7 @@ from specviz.engine.speculative import speculative_steps
 from specviz.engine.loop import run_steps
 from specviz.engine.tree import tree_speculative_steps
 from specviz.trace import Counters
-from specviz.models import Models
+from specviz.loading import Models
 from specviz.prompting import TASKS, held_out_prompts, prompt_ids
 
 PLAIN = "plain greedy"

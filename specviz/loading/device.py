@@ -1,0 +1,39 @@
+"""Where the models run: the device (CUDA, else MPS, else CPU), its dtype, and the memory free for weights there."""
+from __future__ import annotations
+
+import torch
+
+from specviz.errors import SpecVizError
+
+
+def pick_device(device: str | None = None) -> torch.device:
+    """CUDA when present, else Apple's GPU (MPS) when present, else CPU; an explicit request that cannot be met is
+    a user error."""
+    if device in (None, "", "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "mps" if mps_available() else "cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise SpecVizError("--device cuda was asked for, but no CUDA GPU is available here.")
+    if device.startswith("mps") and not mps_available():
+        raise SpecVizError("--device mps was asked for, but this machine has no Apple GPU (MPS) available.")
+    return torch.device(device)
+
+
+def mps_available() -> bool:
+    mps = getattr(torch.backends, "mps", None)
+    return bool(mps is not None and mps.is_available())
+
+
+def pick_dtype(device: torch.device) -> torch.dtype:
+    # fp32 on CPU keeps our decoding bit-comparable with transformers' generate(); bf16 on a CUDA GPU
+    # halves the bytes each decode step reads, which is what decode speed is bound by. MPS stays fp32: its bf16
+    # support depends on the macOS version, and nobody here has run it (the Apple path is untested).
+    return torch.bfloat16 if device.type == "cuda" else torch.float32
+
+
+def available_memory(device: torch.device) -> int:
+    """Bytes free for weights on `device`: the GPU's free memory on CUDA, else the machine's available RAM."""
+    if device.type == "cuda":
+        return torch.cuda.mem_get_info(device)[0]
+    import psutil
+
+    return psutil.virtual_memory().available
