@@ -31,7 +31,7 @@ from specviz.drafters import make_drafter
 from specviz.sampling import SamplingConfig, distribution, warpers
 from specviz.engine.speculative import Run
 from specviz.engine.tree import draft_tree, static_tree, tree_logits
-from specviz.verify import first_token_tv, verify_tree, verify_tree_typical
+from specviz.verify import first_token_tv, total_variation, verify_tree, verify_tree_typical
 from specviz.loading import load_models
 from specviz.prompting import prompt_ids
 from specviz.prompting import held_out_prompts
@@ -132,8 +132,8 @@ def goodness_of_fit(counts: Counter, probs: dict, min_expected: float = 5.0) -> 
         obs, exp = obs + [rest_obs], exp + [max(rest_exp, 1e-9)]
     exp = [e * n / sum(exp) for e in exp]  # float rounding: the totals must agree exactly for scipy
     stat, pvalue = chisquare(obs, exp) if len(obs) > 1 else (0.0, 1.0)
-    keys = set(probs) | set(counts)
-    tv = 0.5 * sum(abs(counts.get(k, 0) / n - probs.get(k, 0.0)) for k in keys)
+    keys = sorted(set(probs) | set(counts))
+    tv = total_variation([counts.get(k, 0) / n for k in keys], [probs.get(k, 0.0) for k in keys])
     return {"statistic": float(stat), "pvalue": float(pvalue), "dof": len(obs) - 1, "bins": big,
             "observed": obs, "expected": exp, "n": n, "tv": tv, "noise_tv": noise_tv(probs, n)}
 
