@@ -54,6 +54,9 @@ def prediction(step):
         st.session_state.setdefault("bm_guesses", {})[key] = [names.index(n) for n in st.session_state.get(key, [])]
         return
     chosen = set(st.session_state.get("bm_guesses", {}).get(key, []))
+    if not chosen:  # Step pressed without picking: nothing to mark, nothing counted (as on the other pages)
+        st.caption("No prediction made for this step.")
+        return
     right, lines = mark_beam(cands, chosen, B)
     total = count_prediction("beam", key, right, len(cands))
     with st.container(border=True):

@@ -200,19 +200,21 @@ compared = on_button("tr_compare", (tuple(ids), budget, depth, choices, settings
                      lambda: measure_chain_vs_tree(models, ids, budget, depth, max_new, choices),
                      again="Measure again", status="Timing v(n) for n = 1 … 64 and the runs, interleaved…",
                      todo="time v(n) and the four runs (10–20 s on an idle 2-core CPU, longer when it is busy)")
-if compared:
-    curve, rows = compared.value["v"], comparison(compared.value["compare"], compared.value["v"])
+if compared:  # drawn at the settings it was measured at (a stale result's may differ from the sliders')
+    m = compared.value
+    curve, rows, m_budget, m_depth = m["v"], comparison(m["compare"], m["v"]), m["budget"], m["depth"]
     chart(verify_cost_figure(curve), key="tr_vcost")
     chart(chain_vs_tree_figure(rows), key="tr_compare_fig")
     st.dataframe([{k: r[k] for k in ("name", "tokens", "target passes", "tokens per verify pass",
                                      "positions per verify pass", "v(n) ms", "seconds", "identical to greedy")}
                   for r in rows], hide_index=True)
-    chain_row = next(r for r in rows if r["name"] == f"chain K={depth}")
+    chain_row = next(r for r in rows if r["name"] == f"chain K={m_depth}")
     tree_row = next(r for r in rows if r["name"].startswith("EAGLE-2"))
     need = break_even(curve, chain_row["tokens per verify pass"], chain_row["positions per verify pass"],
                       [2, 4, 8, 12, 16, 24, 32, 48, 63])
-    chart(break_even_figure(need, [(tree_row["name"], budget, tree_row["tokens per verify pass"])]), key="tr_breakeven")
-    st.markdown(T.machine_says(finding(rows, curve), depth, budget, max_new, bench, compared.value["seconds"]))
+    chart(break_even_figure(need, [(tree_row["name"], m_budget, tree_row["tokens per verify pass"])]),
+          key="tr_breakeven")
+    st.markdown(T.machine_says(finding(rows, curve), m_depth, m_budget, m["max_new"], bench, m["seconds"]))
     st.markdown(T.WHY_CPU)
 
 # ---------------------------------------------------------------- a tree sized for this machine (issue 48)

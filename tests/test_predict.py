@@ -83,6 +83,10 @@ def test_predict_then_reveal_on_the_beam_page():
     text = " ".join(m.value for m in at.markdown)
     assert f"Your prediction: {len(cands)} of {len(cands)} candidates right" in text
     assert next(d for d in json.loads(at.get("plotly_chart")[0].proto.spec)["data"] if d.get("name") == "kept")["x"]
+    at.button(key="beam_step").click().run()  # the next step: Step again without picking
+    at.button(key="beam_step").click().run()
+    assert not at.exception
+    assert any(c.value == "No prediction made for this step." for c in at.caption)
 
 
 def test_predict_then_reveal_on_the_tree_page():

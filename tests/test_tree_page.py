@@ -101,6 +101,12 @@ def test_chain_vs_tree_measured_and_drawn():
         assert f"`docs/{b['file']}`" in bench and f"{b['tree']['tau']:.2f} tokens per verify pass" in bench
         assert f"found the **{b['faster']}** faster" in bench
     assert at.button(key="tr_compare").label == "Measure again"  # kept for these settings, measured on demand
+    # other settings: the old figures stay, marked stale and drawn at the settings they were measured at
+    at.slider(key="tr_depth").set_value(3).run()
+    assert not at.exception, at.exception
+    assert any("Stale figures" in w.value for w in at.warning)
+    stale = next(m.value for m in at.markdown if "What this machine says" in m.value)
+    assert "chain at K = 2" in stale and "A tree sized for this machine" in [h.value for h in at.subheader]
     even = next(f for t, f in figs.items() if t.startswith("Where a tree stops paying"))["data"]
     assert even[0]["x"][0] == 2 and even[2]["x"] == [4]
     assert any("What this machine says" in m.value for m in at.markdown)

@@ -90,7 +90,8 @@ def measure_chain_vs_tree(models, ids: list[int], budget: int, depth: int, max_n
     if models.medusa is not None:
         runs[f"Medusa heads N={budget}"] = (lambda: make_drafter("medusa", models, choices=choices), budget, depth)
     rows = chain_vs_tree(models.target, models.tokenizer, list(ids), runs, max_new)
-    return {"v": curve, "compare": rows, "seconds": time.perf_counter() - start}
+    return {"v": curve, "compare": rows, "seconds": time.perf_counter() - start, "budget": budget, "depth": depth,
+            "max_new": max_new}
 
 
 def comparison(rows: list[dict], curve: dict[int, dict]) -> list[dict]:
