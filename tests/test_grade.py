@@ -71,6 +71,15 @@ def test_a_paraphrase_earns_the_point_and_the_rubric_words_saying_something_fals
 
 
 @needs_model
+def test_a_hint_is_never_cut_inside_brackets():
+    """A missed point's hint is a clause of the model answer; one cut at a comma inside (...) read as a fragment
+    ("Hint: and low-entropy text (code")."""
+    reference = ("Acceptance is highest on repetitive and low-entropy text (code, lists, boilerplate), where the "
+                 "draft and target agree; it is lowest on creative text.")
+    h = G.hint("speculation helps most on predictable text such as code", reference)
+    assert h.count("(") == h.count(")") and h in reference and "(code, lists, boilerplate)" in h
+
+
 def test_a_number_from_a_wrong_formula_does_not_earn_the_point():
     card = G.card("expected-length")
     worked = [i for i, p in enumerate(card.rubric) if "2.7731" in p][0]

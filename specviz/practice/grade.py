@@ -485,8 +485,13 @@ def hint(point: str, reference: str, encoder: Encoder | None = None, limit: int 
     enc = encoder or default_encoder()
     text = re.sub(r"\s+", " ", str(reference or "")).strip()
     pieces = []
-    for a, b in _pieces(text, 0, len(text), _SENTENCE_END):  # a sentence's clauses (a hint is short)
-        pieces += _pieces(text, a, b, _CLAUSE_CUT)
+    for a, b in _pieces(text, 0, len(text), _SENTENCE_END):  # a sentence's clauses (a hint is short) ...
+        for c, d in _pieces(text, a, b, _CLAUSE_CUT):
+            if pieces and pieces[-1][1] > a and text[pieces[-1][0]:pieces[-1][1]].count("(") > \
+                    text[pieces[-1][0]:pieces[-1][1]].count(")"):
+                pieces[-1] = (pieces[-1][0], d)  # ... never cut inside brackets: "text (code, lists)" stays whole
+            else:
+                pieces.append((c, d))
     # whole maths only: a piece cut inside $...$ would not render, and it is never truncated
     sentences = list(dict.fromkeys(t for t in (text[a:b].strip(" ,;") for a, b in pieces)
                                    if len(t.split()) >= 4 and t.count("$") % 2 == 0 and len(t) <= limit))[:60]
