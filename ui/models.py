@@ -44,7 +44,8 @@ SUPPORT = {  # every page of ui/registry.py, and Home (""): a test holds that no
                                               embedded_only=FEATURE),
     "pages/4_Lossless_lab.py": Support("the toy p and q, and the real-model test "
                                        "(with the draft model, else early exit)"),
-    "pages/5_Drafter_comparison.py": Support("a draft model, n-gram lookup, early exit and suffix decoding",
+    "pages/5_Drafter_comparison.py": Support("a draft model, n-gram lookup, early exit, suffix decoding and the "
+                                             "target quantized",
                                              needs_draft="staged speculation", embedded_only=FEATURE),
     "pages/7_Tree_speculation.py": Support("", embedded_only="the EAGLE-2 tree, the Medusa heads and the feature "
                                            "draft's chain (trained for the embedded target)", whole_page=True),

@@ -28,7 +28,7 @@ PAGES = [
     PageInfo("pages/4_Lossless_lab.py", "Lossless lab", "⚖️",
              "why the output is exactly p: shape p and q, see the residual, and the classic mistakes"),
     PageInfo("pages/5_Drafter_comparison.py", "Drafter comparison", "🏁",
-             "feature draft, token draft, n-gram and an untrained early exit raced on real runs: "
+             "feature draft, token draft, n-gram, an untrained early exit and the target quantized raced on real runs: "
              "speedups and slowdowns"),
     PageInfo("pages/7_Tree_speculation.py", "Tree speculation", "🌲",
              "a tree of drafts verified in one pass: tree mask, position ids, the accepted path"),
