@@ -1,10 +1,19 @@
 """The Speculative decoding page's view of one cycle, stage by stage: draft 1..K, verify, decide, resolve, cache."""
 from __future__ import annotations
 
+import functools
+
 from specviz.tokens import output_pieces, token_text
 from specviz.figures import spec_cycle as F
 from specviz.trace import Counters
 from specviz.views import Event
+
+
+@functools.lru_cache(maxsize=64)
+def pieces(tokenizer, ids: tuple[int, ...]) -> list[str]:
+    """output_pieces, kept: a Step redraws the output before and after the cycle's tokens, and the "before" is the
+    previous Step's "after" (decoding every prefix of the output is the costly part)."""
+    return output_pieces(tokenizer, list(ids))
 
 
 def spec_summary(cycles) -> dict:
@@ -86,7 +95,7 @@ def speculative_event(cycles: list, n: int, tokenizer, prompt_ids: list[int], ki
     for done, since, until in ((cycles[:n], 0, at("resolve")), (cycles[: n + 1], at("resolve"), None)):
         out = [(t, o) for d in done for t, o in zip(d.emitted, d.origins)]
         # decoded as a whole: an emoji's byte tokens decoded one by one would read "��"
-        chips = [(p, o, t) for p, (t, o) in zip(output_pieces(tokenizer, [t for t, _ in out]), out)]
+        chips = [(p, o, t) for p, (t, o) in zip(pieces(tokenizer, tuple(t for t, _ in out)), out)]
         s = spec_summary(done)
         e.add("html", F.token_chips(chips) if chips else "<i>nothing yet</i>", since, until)
         e.add("caption", F.totals_caption(len(done), n + 1, c), since, until)
