@@ -27,11 +27,14 @@ def encode_prompt(tokenizer, text: str, chat: bool, max_positions: int, max_new_
     return ids
 
 
-def prompt_ids(tokenizer, text: str, chat: bool = True) -> list[int]:
-    """The prompt's token ids: with chat, a user turn in the model's chat template and the assistant header."""
+def prompt_ids(tokenizer, text: str | tuple[str, ...], chat: bool = True) -> list[int]:
+    """The prompt's token ids: with chat, a user turn in the model's chat template and the assistant header.
+    A tuple of texts (only the training and evaluation sets have them) is a conversation: user and assistant
+    turns alternating, ending on the user's turn."""
     if chat:
-        return list(tokenizer.apply_chat_template([{"role": "user", "content": text}],
-                                                  add_generation_prompt=True)["input_ids"])
+        turns = (text,) if isinstance(text, str) else text
+        messages = [{"role": ("user", "assistant")[i % 2], "content": t} for i, t in enumerate(turns)]
+        return list(tokenizer.apply_chat_template(messages, add_generation_prompt=True)["input_ids"])
     return list(tokenizer(text)["input_ids"])
 
 
@@ -49,11 +52,20 @@ MORE_SUBJECTS: list[str] = LISTS["more_subjects"]
 # a fourth list, for a fine-tuning stage on answers the shipped drafts never saw (models/README.md, "fine-tune")
 FRESH_SUBJECTS: list[str] = LISTS["fresh_subjects"]
 HELD_OUT: list[str] = LISTS["held_out"]
+# prompts of other shapes than TASKS (issue #48.4: conversations, code of several kinds, instructions with
+# constraints); a list is a conversation (user, assistant, user). HELD_OUT_SHAPES never enter training: the
+# evaluation's "shapes" set is them over the HELD_OUT subjects, new templates AND new subjects
+SHAPES: list = LISTS["shapes"]
+HELD_OUT_SHAPES: list = LISTS["held_out_shapes"]
 
 
-def prompts(subjects) -> list[str]:
-    return [t.format(s=s) for s, t in itertools.product(subjects, TASKS)]
+def fill(template, subject: str) -> str | tuple[str, ...]:
+    return template.format(s=subject) if isinstance(template, str) else tuple(t.format(s=subject) for t in template)
 
 
-def held_out_prompts() -> list[str]:
-    return prompts(HELD_OUT)
+def prompts(subjects, templates=None) -> list:
+    return [fill(t, s) for s, t in itertools.product(subjects, TASKS if templates is None else templates)]
+
+
+def held_out_prompts(templates=None) -> list:
+    return prompts(HELD_OUT, templates)

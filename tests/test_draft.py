@@ -114,10 +114,39 @@ def test_fresh_subjects_are_new_and_never_held_out():
     jobs = fresh_jobs(0, [0.0, 0.7, 1.0])
     assert len(jobs) == len(TASKS) * len(FRESH_SUBJECTS) and jobs == fresh_jobs(0, [0.0, 0.7, 1.0])
     assert not [p for p, _ in jobs if any(h.lower() in p.lower() for h in HELD_OUT)]
-    others = {s.lower() for name, subjects in LISTS.items() if name not in ("tasks", "fresh_subjects")
-              for s in subjects}
+    others = {s.lower() for name, subjects in LISTS.items()
+              if name not in ("tasks", "fresh_subjects", "shapes", "held_out_shapes") for s in subjects}
     assert not others & {s.lower() for s in FRESH_SUBJECTS}
     trained = {p for p, _ in training_jobs(0, [0.0], 1, 10_000)}
     assert not trained & {p for p, _ in jobs}
     assert features_path(Path("w/data.pt")) == Path("w/feats.pt")
     assert features_path(Path("w/fresh.pt")) == Path("w/fresh_feats.pt")
+
+
+def test_shape_jobs_hold_out_templates_and_subjects(embedded):
+    """The broadening stage (issue #48.4) trains on other prompt shapes, conversations among them, and never on a
+    held-out template or subject: the "shapes" evaluation set is new templates AND new subjects. A conversation
+    becomes alternating user/assistant turns in the chat template, ending on the assistant's header."""
+    from specviz.prompting import HELD_OUT, HELD_OUT_SHAPES, SHAPES, TASKS, prompt_ids
+    from specviz.training.data import shape_jobs
+    from specviz.training.evaluate import evaluation_prompts
+
+    jobs = shape_jobs(0, [0.0, 0.7, 1.0])
+    assert jobs == shape_jobs(0, [0.0, 0.7, 1.0]) and len(jobs) == 40 * len(SHAPES) + 20 * len(TASKS)
+    assert len({p for p, _ in jobs}) == len(jobs) and {t for _, t in jobs} == {0.0, 0.7, 1.0}
+    text = lambda p: " ".join(p) if isinstance(p, tuple) else p  # noqa: E731
+    assert not [p for p, _ in jobs if any(h.lower() in text(p).lower() for h in HELD_OUT)]
+    assert sum(isinstance(p, tuple) for p, _ in jobs) == 40 * sum(isinstance(t, list) for t in SHAPES) > 0
+    stems = lambda t: text(tuple(t) if isinstance(t, list) else t).split("{s}")[0]  # noqa: E731
+    assert not {stems(t) for t in HELD_OUT_SHAPES} & ({stems(t) for t in SHAPES} | {stems(t) for t in TASKS})
+
+    tok = embedded[1]
+    turns = ("Tell me about X.", "Short or long?", "Short.")
+    ids = prompt_ids(tok, turns)
+    decoded = tok.decode(ids)
+    assert [decoded.index(t) for t in turns] == sorted(decoded.index(t) for t in turns)
+    assert decoded.count("<|im_start|>assistant") == 2 and decoded.rstrip().endswith("<|im_start|>assistant")
+    assert prompt_ids(tok, "Tell me about X.") == prompt_ids(tok, ("Tell me about X.",))
+    held = evaluation_prompts(tok, 16, "shapes")
+    assert len({tuple(p) for p in held}) == 16
+    assert any(tok.decode(p).count("<|im_start|>user") == 2 for p in held)  # the held-out conversation is in

@@ -41,7 +41,7 @@ from specviz.drafters.medusa import load as load_medusa
 from specviz.loading import REPO_ROOT, load_target
 from specviz.training import feature, medusa, token
 from specviz.prompting import EXTRA_SUBJECTS, MORE_SUBJECTS
-from specviz.training.data import cached_data, features_path, fresh_jobs, head_subset, training_jobs
+from specviz.training.data import cached_data, features_path, fresh_jobs, head_subset, shape_jobs, training_jobs
 from specviz.training.evaluate import evaluate, evaluation_prompts
 from specviz.training.export import export
 from specviz.training.train import train
@@ -92,9 +92,10 @@ def add_train_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--resume", default=None, metavar="DIR",
                     help="feature draft: fine-tune this trained feature draft instead of starting from the token "
                          "draft; its config keeps its own recipe under \"train\" and adds this run as \"fine_tune\"")
-    ap.add_argument("--subjects", choices=["default", "fresh"], default="default",
+    ap.add_argument("--subjects", choices=["default", "fresh", "shapes"], default="default",
                     help="fresh: answers to the fresh subject list only (prompts no shipped draft was trained on), "
-                         "--answers-per-prompt each")
+                         "--answers-per-prompt each; shapes: the other prompt shapes (conversations, code, "
+                         "constraints) over fresh subjects, with the original templates over 20 more")
 
 
 def add_eval_args(ap: argparse.ArgumentParser) -> None:
@@ -107,6 +108,10 @@ def add_eval_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--data", default=str(DATA),
                     help="training data cache: its greedy answers give the training-side agreement (if present)")
     ap.add_argument("--ks", default="2,4,6,8")
+    ap.add_argument("--rounds", type=int, default=2, help="timed rounds per prompt (the median is kept)")
+    ap.add_argument("--prompt-set", choices=["subjects", "shapes"], default="subjects",
+                    help="subjects: held-out subjects in the training templates (the card's figures); shapes: "
+                         "held-out subjects in templates of other shapes that no training run uses")
 
 
 def add_medusa_args(ap: argparse.ArgumentParser) -> None:
@@ -194,8 +199,10 @@ def run_train(a: argparse.Namespace) -> int:
     temps = [float(t) for t in a.temperatures.split(",")]
     if a.resume and a.kind != "feature":
         raise SystemExit("error: --resume fine-tunes a feature draft (--kind feature).")
-    jobs = (fresh_jobs(a.seed, temps, a.answers_per_prompt)[:a.prompts or None] if a.subjects == "fresh"
-            else training_jobs(a.seed, temps, a.answers_per_prompt, a.extra_subjects, a.prompts))
+    jobs = {"fresh": lambda: fresh_jobs(a.seed, temps, a.answers_per_prompt)[:a.prompts or None],
+            "shapes": lambda: shape_jobs(a.seed, temps)[:a.prompts or None],
+            "default": lambda: training_jobs(a.seed, temps, a.answers_per_prompt, a.extra_subjects, a.prompts),
+            }[a.subjects]()
     records = cached_data(data_path, jobs, tok, a.max_new_tokens, a.topk, a.gen_batch, a.seed, a.regenerate, log)
     n_tokens = sum(len(r["ids"]) - r["start"] for r in records)
     log(f"data ready: {n_tokens} answer tokens in {time.time() - t0:.0f} s")
@@ -234,7 +241,7 @@ def run_eval(a: argparse.Namespace) -> int:
     train_records = [r for r in torch.load(data, weights_only=False) if r.get("temperature") == 0.0][:a.prompts] \
         if data.is_file() else []
     res = evaluate(target, tok, draft, a.prompts, a.max_new_tokens, tuple(int(k) for k in a.ks.split(",")),
-                   log=log, train_records=train_records)
+                   log=log, train_records=train_records, prompt_set=a.prompt_set, rounds=a.rounds)
     res["date"] = time.strftime("%Y-%m-%d")
     res["drafter"] = f"early exit L={a.early_exit}" if a.early_exit else a.draft
     print(json.dumps(res, indent=1))

@@ -18,7 +18,7 @@ import time
 import torch
 
 from specviz.loading import load_target
-from specviz.prompting import EXTRA_SUBJECTS, FRESH_SUBJECTS, MORE_SUBJECTS, SUBJECTS, prompt_ids, prompts
+from specviz.prompting import EXTRA_SUBJECTS, FRESH_SUBJECTS, MORE_SUBJECTS, SHAPES, SUBJECTS, prompt_ids, prompts
 
 DATA_SLICE = 480  # answers generated between two saves of the data cache
 
@@ -44,6 +44,17 @@ def fresh_jobs(seed: int, temps, answers_per_prompt: int = 1) -> list[tuple[str,
     fresh = prompts(FRESH_SUBJECTS)
     random.Random(seed + 3).shuffle(fresh)
     return data_jobs(fresh, temps, answers_per_prompt)
+
+
+def shape_jobs(seed: int, temps, shape_subjects: int = 40, replay_subjects: int = 20) -> list[tuple]:
+    """(prompt, temperature) for the broadening stage (issue #48.4): the SHAPES templates over the first
+    `shape_subjects` fresh subjects, plus the original TASKS over the next `replay_subjects` (the shipped
+    draft's own kind of prompt, so a fine-tune on new shapes does not forget the old ones; its first data
+    cache is not on every machine), one answer each, shuffled together."""
+    jobs = (prompts(FRESH_SUBJECTS[:shape_subjects], SHAPES)
+            + prompts(FRESH_SUBJECTS[shape_subjects:shape_subjects + replay_subjects]))
+    random.Random(seed + 4).shuffle(jobs)
+    return data_jobs(jobs, temps, 1)
 
 
 def features_path(data: pathlib.Path) -> pathlib.Path:

@@ -15,7 +15,7 @@ from specviz.engine.loop import run_steps
 from specviz.engine.tree import tree_speculative_steps
 from specviz.trace import Counters
 from specviz.loading import Models
-from specviz.prompting import TASKS, held_out_prompts, prompt_ids
+from specviz.prompting import HELD_OUT_SHAPES, TASKS, held_out_prompts, prompt_ids
 
 PLAIN = "plain greedy"
 TREE = "eagle2 N=16 D=6"  # the benchmark's EAGLE-2 row: 16 nodes per verify pass, depth 6
@@ -41,10 +41,14 @@ def agreement(pairs) -> float:
     return float(torch.cat([(p.argmax(-1) == q.argmax(-1)).float() for p, q in pairs]).mean())
 
 
-def evaluation_prompts(tok, n_prompts: int) -> list[list[int]]:
-    """n held-out prompts spread over subjects AND task templates (a stride of len(TASKS) + 1 walks both)."""
-    plist = held_out_prompts()
-    return [prompt_ids(tok, plist[(i * (len(TASKS) + 1)) % len(plist)]) for i in range(n_prompts)]
+PROMPT_SETS = {"subjects": TASKS, "shapes": HELD_OUT_SHAPES}  # the held-out subjects in which templates
+
+
+def evaluation_prompts(tok, n_prompts: int, prompt_set: str = "subjects") -> list[list[int]]:
+    """n held-out prompts spread over subjects AND templates (a stride of len(templates) + 1 walks both)."""
+    templates = PROMPT_SETS[prompt_set]
+    plist = held_out_prompts(templates)
+    return [prompt_ids(tok, plist[(i * (len(templates) + 1)) % len(plist)]) for i in range(n_prompts)]
 
 
 def timed_runs(target, tok, drafter, ids_list, max_new: int, ks, rounds: int, log=print, tree=None) -> dict:
@@ -73,7 +77,7 @@ def timed_runs(target, tok, drafter, ids_list, max_new: int, ks, rounds: int, lo
 
 
 def evaluate(target, tok, draft, n_prompts: int = 16, max_new: int = 64, ks=(2, 4, 6, 8), log=print,
-             train_records=(), rounds: int = 2) -> dict:
+             train_records=(), rounds: int = 2, prompt_set: str = "subjects") -> dict:
     """Greedy acceptance, tokens per verify pass and acceptance by draft position per K; teacher-forced
     top-1 agreement on held-out answers (and on train_records, greedy training answers: the gap says how
     much of what the draft learned was memorised); sampling acceptance at T = 1 (mean over positions of
@@ -83,8 +87,8 @@ def evaluate(target, tok, draft, n_prompts: int = 16, max_new: int = 64, ks=(2, 
     models = Models(target, tok, None if feature else draft, "token draft", target.device,
                     feature_draft=draft if feature else None)
     drafter = lambda: make_drafter("feature" if feature else "token", models)  # noqa: E731
-    ids_list = evaluation_prompts(tok, n_prompts)
-    out = {"prompts": len(ids_list), "max_new_tokens": max_new}
+    ids_list = evaluation_prompts(tok, n_prompts, prompt_set)
+    out = {"prompts": len(ids_list), "prompt_set": prompt_set, "max_new_tokens": max_new}
     runs = timed_runs(target, tok, drafter, ids_list, max_new, ks, rounds, log,
                       tree=(lambda: make_drafter("eagle2", models)) if feature else None)
     plain = runs[PLAIN]
