@@ -48,7 +48,7 @@ def split(rows: list[Labelled], held_out: set[str]) -> tuple[list[Labelled], lis
     return [r for r in rows if r.card not in held_out], [r for r in rows if r.card in held_out]
 
 
-def _fit(X, y, weights, steps: int = 1500, lr: float = 0.05, l2_hand: float = 1e-3, l2_pair: float = 1.0):
+def _fit(X, y, weights, steps: int = 1500, lr: float = 0.05, l2_hand: float = 1e-3, l2_pair: float = 0.3):
     """Logistic regression by Adam; the embedding-interaction weights regularised harder than the hand ones (768
     of them on a few hundred labels)."""
     import torch
