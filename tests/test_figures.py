@@ -95,6 +95,11 @@ def test_cache_strip_has_rows_and_token_text():
     hm = fig["data"][0]
     assert hm["type"] == "heatmap" and list(hm["y"]) == ["draft", "target"]
     assert "t0" in hm["text"][1] and "c" in hm["text"][1]
+    c = cycle(k=4)
+    title = fig["layout"]["title"]["text"]  # the numbers say what they are: filled, kept, and what was rolled back
+    gone = c.target_cache.before - c.target_cache.after
+    assert f"target {c.target_cache.before}→{c.target_cache.after} " in title and "filled → kept" in title
+    assert (f"({gone} rolled back)" if gone else "(nothing rolled back)") in title
 
 
 def test_final_ranking_shows_where_hypotheses_differ():

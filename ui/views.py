@@ -9,6 +9,8 @@ import streamlit as st
 from specviz.views import Chart, Event, Item
 from ui.charts import chart, figure
 
+METRICS_PER_ROW = 3
+
 
 def render(event: Event, phase: int, slots: dict[str, Callable[[], None]] | None = None) -> None:
     """The heading, then every item shown at this phase in order: a row's items side by side in its columns, a fold's
@@ -41,10 +43,12 @@ def draw(item: Item, place, slots: dict) -> None:
         place.subheader(value)
     elif kind == "html":
         place.markdown(value, unsafe_allow_html=True)
-    elif kind == "pre":
-        place.text(value)
+    elif kind == "pre":  # monospace, so the beams' padded scores line up; long outputs wrap
+        place.code(value, language=None, wrap_lines=True)
     elif kind == "metrics":
-        cells = [place] if len(value) == 1 else place.columns(len(value))
+        # at most METRICS_PER_ROW side by side: six in one row cut their labels and values short below ~1900 px
+        width = min(len(value), METRICS_PER_ROW)
+        cells = [place] if width == 1 else [c for i in range(0, len(value), width) for c in place.columns(width)]
         for cell, (label, shown, about, *delta) in zip(cells, value):
             neutral = len(delta) > 1 and delta[1]
             cell.metric(label, shown, help=about, delta=delta[0] if delta else None,

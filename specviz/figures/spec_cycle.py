@@ -460,11 +460,17 @@ def cache_strip(cycle, context: list[str] | None = None, window: int = 24) -> go
         yaxis=dict(tickfont=dict(size=13)), plot_bgcolor="white",
         xaxis=dict(title=dict(text="cache position (grey: earlier tokens · blue: this cycle, kept · red: rolled back)"),
                    dtick=2 if len(xs) > 20 else 1),
-        title=dict(text=f"5 · KV caches: target {cycle.target_cache.before}→{cycle.target_cache.after}"
-                   + (f", draft {cycle.draft_cache.before}→{cycle.draft_cache.after}"
-                      if cycle.draft_cache else ", n-gram: no cache"),
+        title=dict(text=f"5 · KV caches, filled → kept: target {_moved(cycle.target_cache)}"
+                   + (f", draft {_moved(cycle.draft_cache)}" if cycle.draft_cache else ", n-gram: no cache"),
                    x=0, font=dict(size=14)))
     return build(data, _fixed(layout, l=60, r=10, t=40, b=55))
+
+
+def _moved(state) -> str:
+    """'46→44 (2 rolled back)': the cache's length once its forward filled it, once the rollback cropped it."""
+    gone = state.before - state.after
+    return f"{state.before}→{state.after} " + (f"({gone} rolled back)" if gone > 0 else "(nothing rolled back)"
+                                               if gone == 0 else f"(+{-gone})")
 
 
 def token_chips(tokens_with_origin) -> str:
