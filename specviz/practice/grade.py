@@ -170,8 +170,11 @@ def default_encoder() -> Encoder:
 
 
 # ---------------------------------------------------------------- the answer, cut into clauses
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(<A-Z0-9a-z])|\n+|;\s*|\s+[–—]\s+|:\s+(?=\S)")  # not " - ": a minus
-_CLAUSE_CUT = re.compile(r",\s+(?=(?:and|but|so|because|which|while|whereas|since|then|otherwise|although)\b)|"
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(<A-Z0-9a-z])|\n+|;\s*|\s+[–—]\s+")  # not " - ": a minus
+# a colon cuts a clause, not a sentence: a terse note's "top-k: keep k most probable, renorm" is judged whole (the
+# term and its definition) as well as in parts
+_CLAUSE_CUT = re.compile(r":\s+(?=\S)|"
+                         r",\s+(?=(?:and|but|so|because|which|while|whereas|since|then|otherwise|although)\b)|"
                          r"\s+(?=(?:but|whereas|although|otherwise)\b)|,\s+(?=\S+\s+\S+\s+\S+)")
 
 
