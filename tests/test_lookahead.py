@@ -136,7 +136,7 @@ def test_a_step_with_a_full_pool_and_no_candidate_says_why():
     at = AppTest.from_file(APP, default_timeout=300)
     at.run()
     at.switch_page("pages/9_Lookahead_decoding.py").run()
-    seen = []
+    seen, caption_seen = [], []
     for _ in range(12):
         at.button(key="lookahead_step").click().run()
         assert not at.exception, at.exception
@@ -145,5 +145,11 @@ def test_a_step_with_a_full_pool_and_no_candidate_says_why():
         pool = int(line.split("· pool ")[1].split(" ")[0])
         if "nothing to verify" in line and pool > 0 and "still empty" not in line:
             assert "no n-gram in the pool starts with the last token" in line
+        caches = [c.value for c in at.caption if c.value.startswith("Target KV cache")]
+        for cache in caches:  # what the cache keeps is named for this pass: no "accepted candidate" when none was
+            matched = line.split(" · ")[1].startswith("candidate ")
+            assert ("the accepted candidate's tokens" in cache) == matched and ("context only" in cache) != matched
+            caption_seen.append(cache)
     assert "nothing to verify yet: the pool is still empty" in seen[0]
     assert any("no n-gram in the pool starts with" in s for s in seen), seen
+    assert caption_seen and any("context only" in c for c in caption_seen)
