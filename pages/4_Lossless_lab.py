@@ -48,6 +48,10 @@ else:
                 f"**{1 - t.accepted_mass:.3f}**, spent on the residual. Exact output vs p: largest difference "
                 f"**{t.exact_error:.1e}**. Simulated ({N:,} steps) vs p: total variation "
                 f"**{t.simulated_tv:.4f}** (shrinks like 1/√N).")
+    if t.residual_is_p:
+        st.caption("p = q: every draft is accepted, so max(0, p − q) is zero everywhere and the residual has nothing "
+                   "to normalise. Its bars show p, what the verifier falls back to if rounding ever rejects; in exact "
+                   "arithmetic a rejection has probability 0 here.")
 
     st.subheader("The common mistakes, computed")
     m1, m2 = st.columns(2)

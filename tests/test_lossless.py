@@ -6,7 +6,7 @@ from scipy.stats import chi2_contingency
 from conftest import chat
 from specviz.drafters import ModelDrafter, early_exit_model
 from specviz.engine.plain import plain_steps
-from specviz.labs.lossless import output_distribution, simulate
+from specviz.labs.lossless import output_distribution, simulate, toy
 from specviz.sampling import SamplingConfig
 from specviz.engine.speculative import speculative_steps
 from specviz.verify import residual
@@ -43,6 +43,8 @@ def test_residual_handles_equal_distributions():
     assert fallback and torch.equal(r, p)
     r, fallback = residual(torch.tensor([0.6, 0.4]), torch.tensor([0.2, 0.8]))
     assert not fallback and torch.allclose(r, torch.tensor([1.0, 0.0]))
+    # the lab says so when its residual bars are p's
+    assert toy([0.2, 0.8], [0.2, 0.8], 100).residual_is_p and not toy([0.6, 0.4], [0.2, 0.8], 100).residual_is_p
 
 
 @pytest.mark.fast

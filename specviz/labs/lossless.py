@@ -71,6 +71,7 @@ class Toy:
     exact: torch.Tensor
     counts: torch.Tensor
     wrong: dict  # mistake -> its output distribution
+    residual_is_p: bool = False  # p == q: max(0, p - q) is all zero, and the residual falls back to p (verify.residual)
 
     @property
     def accepted_mass(self) -> float:
@@ -94,8 +95,9 @@ def toy(p_values, q_values, n: int, seed: int = 0) -> Toy:
     p, q = torch.tensor(p_values, dtype=torch.float64), torch.tensor(q_values, dtype=torch.float64)
     sums = float(p.sum()), float(q.sum())
     p, q = p / p.sum(), q / q.sum()
-    return Toy(p, q, sums, torch.minimum(p, q), residual(p, q)[0], output_distribution(p, q), simulate(p, q, n, seed),
-               {m: output_distribution(p, q, m) for m in ("resample_p", "greedy_draft")})
+    r, fallback = residual(p, q)
+    return Toy(p, q, sums, torch.minimum(p, q), r, output_distribution(p, q), simulate(p, q, n, seed),
+               {m: output_distribution(p, q, m) for m in ("resample_p", "greedy_draft")}, fallback)
 
 
 # ---------------------------------------------------------------- the toy table and the real-model test, in words
