@@ -172,8 +172,9 @@ def heading(step, at_end: bool) -> str:
 def cache_caption(step) -> str:
     kept = ("context + the accepted candidate's tokens" if step.best >= 0 else
             "context only: no candidate matched, so the pass's one token is fed next pass")
-    dropped = "The window's and the rejected candidates' entries are" if step.candidates else "The window's entries are"
-    return (f"Target KV cache: {step.target_cache.before} entries after the pass (context + window + candidates) → "
+    filled, dropped = (("context + window + candidates", "The window's and the rejected candidates' entries are")
+                       if step.candidates else ("context + window", "The window's entries are"))
+    return (f"Target KV cache: {step.target_cache.before} entries after the pass ({filled}) → "
             f"{step.target_cache.after} kept ({kept}). {dropped} dropped: they were computed under the mask, not as "
             "part of the output.")
 
