@@ -198,8 +198,10 @@ def _practice_args(sub) -> None:
     g.add_argument("--json", action="store_true", help="print one JSON object")
     g.add_argument("--timing", action="store_true", help="also time the grading (load once, then median of 5)")
     g.add_argument("--eval", action="store_true", help="measure the grader on the hand-labelled held-out part")
-    g.add_argument("--train", action="store_true", help="refit the head on the labelled set's tuning part")
-    g.add_argument("--cv", action="store_true", help="4-fold cross-validation by card over the tuning part")
+    g.add_argument("--train", action="store_true", help="refit the head and second reader on the tuning part")
+    g.add_argument("--cv", action="store_true",
+                   help="4-fold cross-validation by card over the tuning part: agreement, kappa, answers outside the "
+                   "targets per second-reader weight and threshold; the choice (~15 min)")
 
 
 def _one_line(message: str):
@@ -403,6 +405,7 @@ def grade_cmd(a) -> int:
     import time
     t0 = time.perf_counter()
     enc = G.default_encoder()
+    G.default_reader()  # the second reader loads with the encoder, not inside the first grade timed
     load_s = time.perf_counter() - t0
     g = G.grade(c, text, enc)
     out = g.as_json()

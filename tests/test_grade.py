@@ -119,3 +119,37 @@ def test_cli_contract_json_and_stdin():
         assert set(p) == {"point", "made", "confidence", "evidence"} and 0 <= p["confidence"] <= 1
         assert (p["evidence"] is None) != p["made"] and (p["evidence"] is None or p["evidence"] in answer)
     assert d["score"] == pytest.approx(sum(p["made"] for p in d["points"]) / len(rubric))
+
+
+@pytest.mark.fast
+def test_a_point_flipped_to_its_opposite_for_the_second_readers_negatives():
+    from specviz.training.reader_train import flips
+    assert "The target verifies all K drafts in K separate passes" in flips(
+        "The target verifies all K drafts in one forward pass")
+    assert any("approximately" in f for f in flips("The output is exactly the target's distribution"))
+    assert any("cannot" in f for f in flips("The draft can sample from any q"))
+    assert flips("Greedy: one hypothesis") == []  # nothing to flip: no made-up negative
+
+
+@needs_model
+def test_the_second_reader_reads_point_and_clause_together():
+    """The pair read as one text: a paraphrase rates above the same words turned to say the opposite (what two
+    separately embedded vectors barely tell apart). Sentences written for this test, in no labelled answer."""
+    reader = G.default_reader()
+    assert reader is not None, "models/grader/reader.safetensors is shipped"
+    point = "The target verifies all K in one forward pass"
+    read = reader.logits([(point, "the big model then checks every one of the guesses together in a single pass"),
+                          (point, "the big model then checks the guesses one after another, a pass for each")])
+    assert float(read[0]) > float(read[1])
+
+
+@needs_model
+def test_without_the_second_readers_weights_the_first_grades_alone(monkeypatch):
+    card = G.card("what-is-spec")
+    answer = ("A small, cheap model guesses a few tokens. Then the big model scores all the guesses in a single "
+              "forward pass and keeps the prefix it agrees with.")
+    both = G.grade(card, answer)
+    monkeypatch.setattr(G, "default_reader", lambda: None)
+    alone = G.grade(card, answer)
+    assert alone.points[1].made and both.points[1].made
+    assert [p.point for p in alone.points] == list(card.rubric)

@@ -16,10 +16,13 @@ COLOURS = ("#fde68a", "#bbf7d0", "#bfdbfe", "#fbcfe8", "#ddd6fe")  # one per rub
 
 @st.cache_resource(show_spinner=False)
 def encoder() -> G.Encoder | None:
-    """The sentence encoder, once per server; None when its package is not installed (the page then ticks)."""
+    """The sentence encoder and the second reader, once per server; None when the encoder's package is not installed
+    (the page then ticks)."""
     if not G.available():
         return None
-    return G.default_encoder()
+    enc = G.default_encoder()
+    G.default_reader()  # loaded here, inside the cached resource, not on the first learner's Grade
+    return enc
 
 
 def grade_answer(card, text: str) -> G.Grade | str:
@@ -78,8 +81,9 @@ def show(text: str, grade: G.Grade, key: str, page: str = "", reference: str = "
                        "overruled (the project measures where learners and grader disagree).")
     if page in BY_PATH and not all(made):
         st.page_link(page, label=f"See the missed points: {BY_PATH[page].title}", icon=BY_PATH[page].icon)
-    st.caption(f"Graded offline on this machine by a small sentence encoder and a head trained on hand-labelled "
-               f"answers (confidences: {', '.join(f'{100 * p.confidence:.0f} %' for p in grade.points)}).")
+    st.caption(f"Graded offline on this machine by a small sentence encoder, which finds the clause nearest each "
+               f"point, and a second reader of point and clause together, both trained on hand-labelled answers "
+               f"(confidences: {', '.join(f'{100 * p.confidence:.0f} %' for p in grade.points)}).")
     return made
 
 

@@ -10,7 +10,9 @@ project's opposites (exact/approximate, residual/p, any drafter/greedy only, abo
 flipping it, how much closer the clause sits to the misconception the point corrects than to the point, and the
 numbers and formulas, checked as numbers and formulas (specviz.practice.formula). A logistic head trained on the
 hand-labelled set's tuning part (models/grader/head.json; its card in models/README.md) turns those features
-into a probability. A point naming a number or formula is made only when the answer's number or formula checks.
+into a logit. A second reader (specviz.practice.reader, a cross-encoder) then re-reads each point's few best
+clauses with the point, as one text, and its logit is added at a cross-validated weight. A point naming a number
+or formula is made only when the answer's number or formula checks.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 from specviz import ROOT, missing_file
 from specviz.errors import SpecVizError
 from specviz.practice import formula as F
+from specviz.practice import reader as R
 from specviz.practice.quiz import MAX_ANSWER
 from specviz.qa.bank import bank
 
@@ -173,7 +176,10 @@ def default_encoder() -> Encoder:
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(<A-Z0-9a-z])|\n+|;\s*|\s+[–—]\s+")  # not " - ": a minus
 # a colon cuts a clause, not a sentence: a terse note's "top-k: keep k most probable, renorm" is judged whole (the
 # term and its definition) as well as in parts
-_CLAUSE_CUT = re.compile(r":\s+(?=\S)|"
+# " and " before a word cuts a clause ("... gives 1 to K+1 tokens and the output is exactly the target's", "scores
+# the guesses in one pass and keeps the prefix": two claims), not between symbols ("between 1 and K+1", "p and q");
+# neighbouring clauses are judged joined as well, so a cut too many costs nothing
+_CLAUSE_CUT = re.compile(r":\s+(?=\S)|\s+and\s+(?=[a-z]{3,}\b)|"
                          r",\s+(?=(?:and|but|so|because|which|while|whereas|since|then|otherwise|although)\b)|"
                          r"\s+(?=(?:but|whereas|although|otherwise)\b)|,\s+(?=\S+\s+\S+\s+\S+)")
 
@@ -296,13 +302,8 @@ def numeric_check(point: str, clause: str, answer: str) -> bool | None:
 
 
 # ---------------------------------------------------------------- the head
-_override: dict | None = None  # training's cross-validation grades with a head it has not written
-
-
 @functools.lru_cache(maxsize=1)
 def head() -> dict:
-    if _override is not None:
-        return _override
     if not HEAD_FILE.exists():
         raise SpecVizError(missing_file(HEAD_FILE))
     h = json.loads(HEAD_FILE.read_text())
@@ -311,9 +312,12 @@ def head() -> dict:
     return h
 
 
-def probability(x: list[float], weights: list[float]) -> float:
-    z = sum(a * b for a, b in zip(x, weights))
+def sigmoid(z: float) -> float:
     return 1.0 / (1.0 + math.exp(-max(-40.0, min(40.0, z))))
+
+
+def probability(x: list[float], weights: list[float]) -> float:
+    return sigmoid(sum(a * b for a, b in zip(x, weights)))
 
 
 @dataclass(frozen=True)
@@ -388,23 +392,55 @@ def logits(x, weights):
     return x @ x.new_tensor(weights)
 
 
-def pair_features(rubric, answer: str, encoder: Encoder | None = None, weights=None):
-    """For each point: (the features of its best clause, that clause's span, the numeric check). The best clause
-    is the one the head rates most likely to make the point (similarity alone would pick "it is an approximation"
-    for the exactness point as readily as a true paraphrase)."""
+@functools.lru_cache(maxsize=1)
+def default_reader() -> R.Reader | None:
+    """The shipped second reader, or None when its weights are absent (the first reader then grades alone)."""
+    state, folder = R.load_state(), encoder_dir()
+    if state is None or folder is None:
+        return None
+    return R.Reader(folder, state, default_encoder().tokenizer)
+
+
+TOP = 3  # clauses per point the second reader reads (each a full encoder pass over the pair)
+
+
+def second_reader(h: dict):
+    """(reader, stack) when the head was trained with the second reader and its weights are here; else None."""
+    if "stack" not in h:
+        return None
+    reader = default_reader()
+    return (reader, h["stack"]) if reader is not None else None
+
+
+def pair_features(rubric, answer: str, encoder: Encoder | None = None, weights=None, second=None):
+    """For each point: (the features of its best clause, that clause's span, the numeric check, the final logit).
+    The first reader rates every clause (similarity alone would pick "it is an approximation" for the exactness
+    point as readily as a true paraphrase); the second reader, when there is one, re-reads each point's TOP best
+    clauses as pairs, and the logit becomes stack · (1, first, second)."""
     enc = encoder or default_encoder()
     text = check_answer(answer)
-    weights = weights or head()["weights"]  # training passes its current weights
+    if weights is None:
+        h = head()
+        weights, second = h["weights"], second_reader(h)
     spans, parts, x = candidates(rubric, text, enc)
     scores = logits(x, weights)  # clauses × points
+    # a clause on the other side of one of the point's opposites cannot make it: pick among the others
+    ok = [[i for i, part in enumerate(parts) if not contradicts(point, part)] or list(range(len(parts)))
+          for point in rubric]
+    picks = [sorted(ids, key=lambda i: -float(scores[i, j]))[:TOP if second else 1] for j, ids in enumerate(ok)]
+    z = {(i, j): float(scores[i, j]) for j, ids in enumerate(picks) for i in ids}
+    if second:
+        reader, stack = second
+        pairs = list(z)
+        read = reader.logits([(rubric[j], parts[i]) for i, j in pairs]).tolist()
+        z = {(i, j): stack[0] + stack[1] * z[i, j] + stack[2] * r for (i, j), r in zip(pairs, read)}
     out = []
     for j, point in enumerate(rubric):
-        # a clause on the other side of one of the point's opposites cannot make it: pick among the others
-        ok = [i for i, part in enumerate(parts) if not contradicts(point, part)] or list(range(len(parts)))
-        i = max(ok, key=lambda i: float(scores[i, j]))
+        i = max(picks[j], key=lambda i: z[i, j])
         if formula_is_the_point(point):  # the clause that writes the point's formula, wherever it is
-            i = next((k for k in ok if numeric_check(point, parts[k], text) is True), i)
-        out.append((x[i, j].tolist(), spans[i], numeric_check(point, parts[i], text)))
+            i = next((k for k in ok[j] if numeric_check(point, parts[k], text) is True), i)
+        zij = z.get((i, j), float(scores[i, j]))
+        out.append((x[i, j].tolist(), spans[i], numeric_check(point, parts[i], text), zij))
     return out
 
 
@@ -430,9 +466,12 @@ def grade(card, answer: str, encoder: Encoder | None = None) -> Grade:
     if not rubric:
         raise SpecVizError(f"Card {getattr(card, 'id', '?')} has no rubric points to grade against.")
     text = check_answer(answer)
+    second = second_reader(h)
+    # without the second reader's weights (a partial install) the first reader alone, at its own threshold
+    threshold = h["threshold"] if second or "stack" not in h else h["threshold_alone"]
     graded = []
-    for point, (x, (a, b), numeric) in zip(rubric, pair_features(rubric, text, encoder)):
-        made, conf = decide(point, text[a:b], probability(x, h["weights"]), h["threshold"], numeric)
+    for point, (_, (a, b), numeric, z) in zip(rubric, pair_features(rubric, text, encoder, h["weights"], second)):
+        made, conf = decide(point, text[a:b], sigmoid(z), threshold, numeric)
         graded.append(PointGrade(point, made, conf, text[a:b] if made else None, (a, b) if made else None, numeric))
     return Grade(str(getattr(card, "id", "")), tuple(graded))
 

@@ -16,6 +16,7 @@ import yaml
 
 from specviz.errors import SpecVizError
 from specviz.practice import grade as G
+from specviz.training import reader_train as RT
 from specviz.qa.bank import bank
 
 LABELS = pathlib.Path(__file__).resolve().parents[1] / "practice" / "grading_labels.yaml"
@@ -87,41 +88,71 @@ def _examples(rows: list[Labelled], cards: dict, enc, weights) -> tuple[list, li
     return X, y
 
 
-def train(rows: list[Labelled], rounds: int = 3, write: bool = True, penalty: float = 0.01, **fit) -> dict:
-    """Fit the head on `rows` (the tuning part only) and write models/grader/head.json."""
-    cards = cards_by_id()
-    enc = G.default_encoder()
+# How much the second reader weighs beside the first (logit = first + READER_WEIGHT · second) and the threshold on
+# the result: chosen by `cross_validate` over the tuning part (python -m specviz grade --cv), not in-sample — the
+# reader has seen its training rows' evidence, so its logits on them are over-confident.
+READER_WEIGHT, READER_THRESHOLD = 0.25, 0.67
+
+
+def _base(rows: list[Labelled], cards: dict, enc, rounds: int = 3, **fit) -> list[float]:
+    """The first reader's head: logistic regression over grade.FEATURES, re-picking clauses between rounds."""
     hidden = enc.model.config.hidden_size
     weights = [PRIOR.get(f, 0.0) for f in G.FEATURES] + [0.0] * (2 * hidden)
     for _ in range(rounds):
         X, y = _examples(rows, cards, enc, weights)
         weights = _fit(X, y, weights, **fit)
-    feats = [G.pair_features(cards[r.card].rubric, r.answer, enc, weights) for r in rows]
-    y = [lab for r in rows for lab in r.labels]
+    return weights
 
-    def quality(t: float) -> tuple[float, float]:
-        """Agreement at threshold t, less a penalty per answer outside the targets (a wrong or off-topic answer
-        over 0.25 of its points, a strong one under 0.6): the tuning part's own targets, never the held-out's."""
-        agree, misses = 0, 0
-        for r, per in zip(rows, feats):
-            made = [G.decide(point, r.answer[a:b], G.probability(x, weights), t, numeric)[0]
-                    for point, (x, (a, b), numeric) in zip(cards[r.card].rubric, per)]
-            agree += sum(m == lab for m, lab in zip(made, r.labels))
-            score = sum(made) / len(made)
-            misses += (r.kind in ("wrong", "off-topic") and score > TARGETS["wrong_max"]) or \
-                (r.kind == "strong" and score < TARGETS["strong_min"])
-        return agree / len(y) - penalty * misses, agree / len(y)
 
-    best = max(((quality(t), t) for t in [i / 100 for i in range(20, 86)]), key=lambda q: q[0][0])
-    h = {"features": list(G.FEATURES), "hidden": hidden, "threshold": best[1],
-         "trained_on": {"answers": len(rows), "labels": len(y), "cards": len({r.card for r in rows}),
-                        "agreement": round(best[0][1], 4)},
+def _judge(rows: list[Labelled], feats: list, cards: dict, t: float) -> tuple[int, int, int, list]:
+    """At threshold t: (labels agreed, wrong or off-topic answers over 0.25, strong ones under 0.6, (made, label)
+    pairs): the tuning part's own targets, never the held-out's."""
+    agree, wrong, strong, pairs = 0, 0, 0, []
+    for r, per in zip(rows, feats):
+        made = [G.decide(point, r.answer[a:b], G.sigmoid(z), t, numeric)[0]
+                for point, (_, (a, b), numeric, z) in zip(cards[r.card].rubric, per)]
+        pairs += list(zip(made, r.labels))
+        agree += sum(m == lab for m, lab in zip(made, r.labels))
+        score = sum(made) / len(made)
+        wrong += r.kind in ("wrong", "off-topic") and score > TARGETS["wrong_max"]
+        strong += r.kind == "strong" and score < TARGETS["strong_min"]
+    return agree, wrong, strong, pairs
+
+
+THRESHOLDS = [i / 100 for i in range(20, 86)]
+
+
+def train(rows: list[Labelled], write: bool = True, penalty: float = 0.01, second: bool = True,
+          weight: float = READER_WEIGHT, threshold: float = READER_THRESHOLD, **fit) -> dict:
+    """Fit the head on `rows` (the tuning part only) and write models/grader/head.json; with `second`, fine-tune
+    the second reader on the same rows (models/grader/reader.safetensors), joined at `weight` and `threshold`.
+    Without it the threshold maximises agreement less `penalty` per answer outside the targets."""
+    cards = cards_by_id()
+    enc = G.default_encoder()
+    weights = _base(rows, cards, enc, **fit)
+    reader = RT.train_reader(RT.pairs(rows, cards, enc, weights)) if second else None
+    pair = (reader, [0.0, 1.0, weight]) if reader else None
+    n = sum(len(r.labels) for r in rows)
+    alone = [G.pair_features(cards[r.card].rubric, r.answer, enc, weights) for r in rows]
+    threshold_alone = max(THRESHOLDS, key=lambda t: (lambda q: q[0] / n - penalty * (q[1] + q[2]))(
+        _judge(rows, alone, cards, t)))
+    if not pair:
+        threshold = threshold_alone
+    feats = [G.pair_features(cards[r.card].rubric, r.answer, enc, weights, pair) for r in rows] if pair else alone
+    h = {"features": list(G.FEATURES), "hidden": enc.model.config.hidden_size, "threshold": threshold,
+         "trained_on": {"answers": len(rows), "labels": n, "cards": len({r.card for r in rows}),
+                        "agreement": round(_judge(rows, feats, cards, threshold)[0] / n, 4)},
          "weights": [round(w, 5) for w in weights]}
+    if pair:
+        h |= {"stack": pair[1], "reader_layers": reader.layers, "threshold_alone": threshold_alone}
     if write:
         G.HEAD_FILE.parent.mkdir(parents=True, exist_ok=True)
         G.HEAD_FILE.write_text(json.dumps(h) + "\n")
         G.head.cache_clear()
-    return h
+        if pair:
+            RT.save(reader)
+            G.default_reader.cache_clear()
+    return h | ({"_reader": reader} if pair else {})
 
 
 def kappa(pairs: list[tuple[bool, bool]]) -> float:
@@ -178,27 +209,37 @@ def held_out_report(path: pathlib.Path = LABELS) -> dict:
     return evaluate(test)
 
 
-def cross_validate(rows: list[Labelled], folds: int = 4, **fit) -> dict:
-    """Agreement and kappa on each fold of the TUNING part's cards, trained on the others: how choices (features,
-    regularisation) are compared without touching the held-out part."""
-    cards = sorted({r.card for r in rows})
-    agree, kappas, wrong_over = [], [], 0
+def cross_validate(rows: list[Labelled], folds: int = 4, weights=(0.0, 0.25, 0.5, 0.75, 1.0), penalty: float = 0.01,
+                   **fit) -> dict:
+    """Each fold of the TUNING part's cards graded by readers trained on the other folds, at every (reader weight,
+    threshold): the pooled agreement, kappa and answers outside the targets of each. The choice maximises agreement
+    less `penalty` per answer outside the targets; weight 0 is the first reader alone. How choices are made without
+    touching the held-out part."""
+    cards, ids = cards_by_id(), sorted({r.card for r in rows})
+    enc = G.default_encoder()
+    pooled: dict[tuple[float, float], list] = {}
     for k in range(folds):
-        test_cards = set(cards[k::folds])
-        h = train([r for r in rows if r.card not in test_cards], write=False, **fit)
-        G.head.cache_clear()
-        _use(h)
-        rep = evaluate([r for r in rows if r.card in test_cards])
-        agree.append(rep["agreement"])
-        kappas.append(rep["kappa"])
-        wrong_over += len(rep["wrong_over_limit"])
-    G._override = None
-    G.head.cache_clear()
-    return {"folds": folds, "agreement": round(sum(agree) / folds, 4), "kappa": round(sum(kappas) / folds, 4),
-            "per_fold": agree, "wrong_over_limit": wrong_over}
+        test = [r for r in rows if r.card in set(ids[k::folds])]
+        train_rows = [r for r in rows if r.card not in set(ids[k::folds])]
+        w = _base(train_rows, cards, enc, **fit)
+        reader = RT.train_reader(RT.pairs(train_rows, cards, enc, w))
+        for lam in weights:
+            feats = [G.pair_features(cards[r.card].rubric, r.answer, enc, w, (reader, [0.0, 1.0, lam]) if lam else None)
+                     for r in test]
+            for t in THRESHOLDS:
+                agree, wrong, strong, pairs = _judge(test, feats, cards, t)
+                acc = pooled.setdefault((lam, t), [0, 0, 0, []])
+                acc[0], acc[1], acc[2] = acc[0] + agree, acc[1] + wrong, acc[2] + strong
+                acc[3] += pairs
+    n = len(next(iter(pooled.values()))[3])
 
+    def row(key):
+        agree, wrong, strong, pairs = pooled[key]
+        return {"weight": key[0], "threshold": key[1], "agreement": round(agree / n, 4),
+                "kappa": round(kappa(pairs), 4), "wrong_over_limit": wrong, "strong_under_limit": strong}
 
-def _use(h: dict) -> None:
-    """Grade with head h in this process (cross-validation only; the shipped head is the file)."""
-    G.head.cache_clear()
-    G._override = h
+    def best(keys):
+        return row(max(keys, key=lambda k: pooled[k][0] / n - penalty * (pooled[k][1] + pooled[k][2])))
+
+    return {"folds": folds, "labels": n, "chosen": best(list(pooled)),
+            "per_weight": [best([k for k in pooled if k[0] == lam]) for lam in weights]}

@@ -1,0 +1,72 @@
+"""The grader's second reader: a small cross-encoder that reads a rubric point and one clause of the answer
+TOGETHER, so attention runs across the pair ("the draft also cannot be one-hot" against "the draft may sample from
+any q (..., one-hot)"). The first reader (grade.Encoder) embeds each side alone and compares two vectors, which is
+fast enough for every clause but blind to a "not" that flips the meaning while keeping the words.
+
+It is all-MiniLM-L6-v2 (the same packaged weights, found on disk) read as a pair, mean-pooled, with its top layers
+and a one-unit score fine-tuned on the hand-labelled set's tuning part (specviz.training.reader_train); only what
+was fine-tuned is shipped (models/grader/reader.safetensors, fp16). It reads only each point's few best clauses by
+the first reader: a pair costs a full pass, and 48 clauses × 5 points would not fit the 300 ms budget.
+"""
+from __future__ import annotations
+
+import pathlib
+
+from specviz import ROOT
+
+READER_FILE = ROOT / "models" / "grader" / "reader.safetensors"
+MAX_LEN = 96
+
+
+class Reader:
+    """score(pairs) -> one logit per (point, clause) pair: made (> 0) or not, read together."""
+
+    def __init__(self, folder: pathlib.Path, state: dict | None = None, tokenizer=None):
+        import torch
+        from transformers import AutoModel, AutoTokenizer
+        self.torch = torch
+        self.tokenizer = tokenizer or AutoTokenizer.from_pretrained(folder)
+        self.model = AutoModel.from_pretrained(folder)
+        self.score = torch.nn.Linear(self.model.config.hidden_size, 1)
+        torch.nn.init.zeros_(self.score.weight)
+        torch.nn.init.zeros_(self.score.bias)
+        if state is not None:
+            self.load(state)
+        self.model.eval()
+
+    def tuned(self, layers: int) -> dict:
+        """The parameters fine-tuning moves: the top `layers` transformer layers and the score."""
+        n = self.model.config.num_hidden_layers
+        out = {f"encoder.layer.{i}.{k}": v for i in range(n - layers, n)
+               for k, v in self.model.encoder.layer[i].named_parameters()}
+        out |= {f"score.{k}": v for k, v in self.score.named_parameters()}
+        return out
+
+    def load(self, state: dict) -> None:
+        torch = self.torch
+        with torch.no_grad():
+            for k, v in state.items():
+                if k.startswith("score."):
+                    getattr(self.score, k.split(".", 1)[1]).copy_(v.float())
+                else:
+                    self.model.get_parameter(k).copy_(v.float())
+
+    def forward(self, points: list[str], parts: list[str]):
+        batch = self.tokenizer(points, parts, padding=True, truncation="longest_first", max_length=MAX_LEN,
+                               return_tensors="pt")
+        h = self.model(**batch).last_hidden_state
+        mask = batch["attention_mask"].unsqueeze(-1).to(h.dtype)
+        return self.score((h * mask).sum(1) / mask.sum(1).clamp(min=1)).squeeze(-1)
+
+    def logits(self, pairs: list[tuple[str, str]]):
+        if not pairs:
+            return self.torch.zeros(0)
+        with self.torch.inference_mode():
+            return self.forward([p for p, _ in pairs], [c for _, c in pairs])
+
+
+def load_state(path: pathlib.Path = READER_FILE) -> dict | None:
+    if not path.exists():
+        return None
+    from safetensors.torch import load_file
+    return load_file(str(path))

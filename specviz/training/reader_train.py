@@ -1,0 +1,123 @@
+"""Fine-tuning the grader's second reader (specviz.practice.reader) and the stack that joins it to the first.
+
+Pairs come from the tuning part only (the caller passes its rows; the held-out cards' answers and points never
+reach here):
+- made: each labelled point with its hand-marked evidence clause; each point with the sentence of its card's
+  model answer that says it (when the first reader finds one close enough);
+- not made: each point the hand labels say was missed, with the clauses the first reader rates best for it (the
+  hardest negatives, the ones that earned false credit); each point with its own words flipped (a "not" put in or
+  taken out, an opposite swapped: "exactly" for "approximately", "one pass" for "K passes"), with the bank's
+  misconception it sits closest to, and with a clause of another card's answer.
+"""
+from __future__ import annotations
+
+import random
+import re
+
+from specviz.practice import grade as G
+from specviz.practice import reader as R
+
+_FLIPS = [(r"\bcannot\b", "can"), (r"\bcan\b", "cannot"), (r"\bmust not\b", "must"), (r"\bmust\b", "must not"),
+          (r"\bis not\b", "is"), (r"\bis\b", "is not"), (r"\bare not\b", "are"), (r"\bare\b", "are not"),
+          (r"\bdoes not\b", "does"), (r"\bnever\b", "always"), (r"\balways\b", "never"), (r"\bno\b", "some"),
+          (r"\bexactly\b", "approximately"), (r"\bexact\b", "approximate"), (r"\blossless\b", "lossy"),
+          (r"\bidentical\b", "close"), (r"\bone (?:forward )?pass\b", "K separate passes"),
+          (r"\bin parallel\b", "one at a time"), (r"\bbelow\b", "above"), (r"\babove\b", "below"),
+          (r"\bfewer\b", "more"), (r"\bmore\b", "fewer"), (r"\blower\b", "higher"), (r"\bhigher\b", "lower"),
+          (r"\bfaster\b", "slower"), (r"\bslower\b", "faster"), (r"\bup\b", "down"), (r"\bdown\b", "up"),
+          (r"\bmemory-bound\b", "compute-bound"), (r"\bcompute-bound\b", "memory-bound"), (r"\bany\b", "only a greedy"),
+          (r"\bresidual\b", "target distribution p"), (r"\bdiscarded\b", "kept"), (r"\bkept\b", "discarded"),
+          (r"\bnot\s+", "")]
+
+
+def flips(point: str) -> list[str]:
+    """The point with one of its words turned to the opposite, for each that applies (at most three)."""
+    out = []
+    for pattern, to in _FLIPS:
+        flipped, n = re.subn(pattern, to, point, count=1, flags=re.IGNORECASE)
+        if n and flipped != point:
+            out.append(flipped)
+    return out[:3]
+
+
+def _sentences(text: str) -> list[str]:
+    text = re.sub(r"\s+", " ", str(text or "")).strip()
+    return [text[a:b] for a, b in G._pieces(text, 0, len(text), G._SENTENCE_END) if len(text[a:b].split()) >= 4]
+
+
+def pairs(rows, cards: dict, enc, weights, seed: int = 0) -> list[tuple[str, str, float]]:
+    """(point, clause, made) for fine-tuning; see the module docstring."""
+    rng = random.Random(seed)
+    out: list[tuple[str, str, float]] = []
+    clauses_by_card: dict[str, list[str]] = {}
+    for r in rows:
+        rubric = cards[r.card].rubric
+        spans, parts, x = G.candidates(rubric, r.answer, enc)
+        clauses_by_card.setdefault(r.card, []).extend(parts)
+        scores = G.logits(x, weights)
+        for j, (lab, ev) in enumerate(zip(r.labels, r.evidence)):
+            if lab and ev:
+                out.append((rubric[j], ev, 1.0))
+            elif not lab:
+                top = sorted(range(len(parts)), key=lambda i: -float(scores[i, j]))[:G.TOP]
+                out += [(rubric[j], parts[i], 0.0) for i in top]
+    points = list(dict.fromkeys(p for c in {r.card for r in rows} for p in cards[c].rubric))
+    misc = G.misconception_claims()
+    P, M = enc.cached(points), enc.cached(misc)
+    near = (P @ M.T).argmax(dim=1).tolist()
+    others = {c: [t for d, ts in clauses_by_card.items() if d != c for t in ts] for c in clauses_by_card}
+    for c in {r.card for r in rows}:
+        q = cards[c]
+        said = _sentences(getattr(q, "answer", ""))
+        S = enc.cached(said) if said else None
+        for point in q.rubric:
+            k = points.index(point)
+            if S is not None:
+                sims = S @ P[k]
+                best = int(sims.argmax())
+                if float(sims[best]) >= 0.55:
+                    out.append((point, said[best], 1.0))
+            out += [(point, f, 0.0) for f in flips(point)]
+            out.append((point, misc[near[k]], 0.0))
+            if others[c]:
+                out.append((point, rng.choice(others[c]), 0.0))
+    return out
+
+
+def train_reader(data: list[tuple[str, str, float]], layers: int = 4, epochs: int = 3, lr: float = 5e-5,
+                 batch: int = 16, seed: int = 0) -> R.Reader:
+    """Fine-tune the top `layers` layers and the score on `data`; the classes weighted to balance."""
+    import torch
+    torch.manual_seed(seed)
+    reader = R.Reader(G.encoder_dir(), None, G.default_encoder().tokenizer)
+    for p in reader.model.parameters():
+        p.requires_grad_(False)
+    tuned = reader.tuned(layers)
+    for p in tuned.values():
+        p.requires_grad_(True)
+    head = [p for k, p in tuned.items() if k.startswith("score.")]
+    body = [p for k, p in tuned.items() if not k.startswith("score.")]
+    opt = torch.optim.AdamW([{"params": body, "lr": lr}, {"params": head, "lr": 2e-3}], weight_decay=0.01)
+    positives = sum(y for *_, y in data)
+    pos_weight = torch.tensor((len(data) - positives) / max(1.0, positives))
+    rng = random.Random(seed)
+    reader.model.train()
+    for _ in range(epochs):
+        order = list(range(len(data)))
+        rng.shuffle(order)
+        for s in range(0, len(order), batch):
+            chunk = [data[i] for i in order[s:s + batch]]
+            z = reader.forward([p for p, _, _ in chunk], [c for _, c, _ in chunk])
+            y = torch.tensor([t for *_, t in chunk])
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(z, y, pos_weight=pos_weight)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    reader.model.eval()
+    reader.layers = layers
+    return reader
+
+
+def save(reader: R.Reader, path=R.READER_FILE) -> None:
+    from safetensors.torch import save_file
+    save_file({k: v.detach().half().contiguous() for k, v in reader.tuned(reader.layers).items()}, str(path))
