@@ -153,3 +153,16 @@ def test_without_the_second_readers_weights_the_first_grades_alone(monkeypatch):
     alone = G.grade(card, answer)
     assert alone.points[1].made and both.points[1].made
     assert [p.point for p in alone.points] == list(card.rubric)
+
+
+@pytest.mark.fast
+def test_and_cuts_between_claims_not_symbols_and_no_sentence_of_a_long_answer_is_dropped():
+    text = "Each pass gives between 1 and K+1 tokens and the output is exactly the target's. Compare p and q."
+    said = [text[a:b] for a, b in G.clauses(text)]
+    assert "Each pass gives between 1 and K+1 tokens" in said and "the output is exactly the target's." in said
+    assert "Compare p and q." in said and not any(s in ("Compare p", "q.") for s in said)
+    # 30 sentences of three clauses each: past MAX_CLAUSES the joined pairs and parts go, never a whole sentence
+    long = " ".join(f"Claim {n} holds, it is short, and it ends here." for n in range(30))
+    spans = G.clauses(long)
+    assert len(spans) == G.MAX_CLAUSES
+    assert all(f"Claim {n} holds, it is short, and it ends here." in {long[a:b] for a, b in spans} for n in range(30))

@@ -4,6 +4,7 @@ and an overrule per point. The grading itself is specviz.practice.grade; this fi
 from __future__ import annotations
 
 import html
+import threading
 
 import streamlit as st
 
@@ -11,6 +12,7 @@ from specviz.errors import SpecVizError
 from specviz.practice import grade as G
 from ui.registry import BY_PATH
 
+_GRADING = threading.Lock()  # one grade at a time per server: the models and their tokenizers are shared
 COLOURS = ("#fde68a", "#bbf7d0", "#bfdbfe", "#fbcfe8", "#ddd6fe")  # one per rubric point (at most 5)
 
 
@@ -32,10 +34,12 @@ def grade_answer(card, text: str) -> G.Grade | str:
         enc = encoder()
         if enc is None:
             return G.MISSING
-        with st.spinner("Grading your answer point by point…"):
+        with st.spinner("Grading your answer point by point…"), _GRADING:
             return G.grade(card, text, enc)
     except SpecVizError as e:
         return str(e)
+    except RuntimeError as e:  # the model failed on this input: say so in one line, the page goes on
+        return f"The grader could not read this answer ({str(e)[:120]}); tick the points you made yourself."
 
 
 def highlighted(text: str, grade: G.Grade, made: list[bool]) -> str:

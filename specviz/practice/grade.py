@@ -22,6 +22,7 @@ import json
 import math
 import pathlib
 import re
+import warnings
 from dataclasses import dataclass
 
 from specviz import ROOT, missing_file
@@ -178,7 +179,7 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(<A-Z0-9a-z])|\n+|;\s*|\s+[–�
 # term and its definition) as well as in parts
 # " and " before a word cuts a clause ("... gives 1 to K+1 tokens and the output is exactly the target's", "scores
 # the guesses in one pass and keeps the prefix": two claims), not between symbols ("between 1 and K+1", "p and q");
-# neighbouring clauses are judged joined as well, so a cut too many costs nothing
+# neighbouring clauses are judged joined as well, so a cut too many costs little
 _CLAUSE_CUT = re.compile(r":\s+(?=\S)|\s+and\s+(?=[a-z]{3,}\b)|"
                          r",\s+(?=(?:and|but|so|because|which|while|whereas|since|then|otherwise|although)\b)|"
                          r"\s+(?=(?:but|whereas|although|otherwise)\b)|,\s+(?=\S+\s+\S+\s+\S+)")
@@ -196,14 +197,16 @@ def _pieces(text: str, start: int, end: int, cut: re.Pattern) -> list[tuple[int,
 def clauses(answer: str) -> list[tuple[int, int]]:
     """(start, end) spans of the answer to judge: each sentence, each clause of a long sentence, and each pair of
     neighbouring clauses (a point is sometimes made across a comma). Regular expressions only, no recursion."""
-    spans: list[tuple[int, int]] = []
+    sentences, parts, pairs = [], [], []
     for a, b in _pieces(answer, 0, len(answer), _SENTENCE_END):
-        spans.append((a, b))
-        parts = _pieces(answer, a, b, _CLAUSE_CUT)
-        if len(parts) > 1:
-            spans += parts + [(parts[i][0], parts[i + 1][1]) for i in range(len(parts) - 1)]
+        sentences.append((a, b))
+        cut = _pieces(answer, a, b, _CLAUSE_CUT)
+        if len(cut) > 1:
+            parts += cut
+            pairs += [(cut[i][0], cut[i + 1][1]) for i in range(len(cut) - 1)]
+    # past MAX_CLAUSES a long answer loses its joined pairs first, then its parts, never a whole sentence
     seen, out = set(), []
-    for a, b in spans:
+    for a, b in sentences + parts + pairs:
         while a < b and answer[a] in " ,.;:-–—\n\t\"'":
             a += 1
         while b > a and answer[b - 1] in " ,;:-–—\n\t\"'":
@@ -395,10 +398,15 @@ def logits(x, weights):
 @functools.lru_cache(maxsize=1)
 def default_reader() -> R.Reader | None:
     """The shipped second reader, or None when its weights are absent (the first reader then grades alone)."""
-    state, folder = R.load_state(), encoder_dir()
-    if state is None or folder is None:
+    folder = encoder_dir()
+    try:
+        state = R.load_state()
+        # its own tokenizer: a fast tokenizer keeps its truncation settings between calls, and the encoder's is
+        # called with other settings (two sessions grading at once must not share one)
+        return R.Reader(folder, state) if state is not None and folder is not None else None
+    except Exception as e:  # a damaged or mismatched file: grade with the first reader, as when it is absent
+        warnings.warn(f"{R.READER_FILE.name} could not be loaded ({type(e).__name__}: {e}); grading without it")
         return None
-    return R.Reader(folder, state, default_encoder().tokenizer)
 
 
 TOP = 3  # clauses per point the second reader reads (each a full encoder pass over the pair)
