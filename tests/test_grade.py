@@ -90,6 +90,18 @@ def test_a_number_from_a_wrong_formula_does_not_earn_the_point():
     assert not wrong.points[worked].made
 
 
+def test_the_formula_that_gives_the_stated_number_must_give_it():
+    point = "Worked value: a = 0.7, K = 4 gives 2.7731"
+    # the sentence stating 2.77 writes a formula in a and K that gives 1.77: the number was not computed from it
+    wrong = "Every draft passes with probability a. It's a geometric thing, E = a(1 − a^K)/(1 − a), and for " \
+            "a = 0.7, K = 4 that comes out to 2.77."
+    assert G.numeric_check(point, "Every draft passes with probability a.", wrong) is False
+    # a formula in a and K elsewhere (a^K, the chance all pass) is a step, not the answer's formula for 2.77
+    right = "You get K+1 tokens with probability a^K when all pass. E = (1 − a^(K+1))/(1 − a); with a = 0.7 " \
+            "and K = 4: (1 − 0.16807)/0.3 = 2.773."
+    assert G.numeric_check(point, "with a = 0.7 and K = 4: (1 − 0.16807)/0.3 = 2.773", right) is True
+
+
 def run_cli(*args, stdin=None):
     return subprocess.run([sys.executable, "-m", "specviz", "grade", *args], capture_output=True, text=True,
                           cwd=ROOT, input=stdin, timeout=300)
@@ -129,6 +141,8 @@ def test_a_point_flipped_to_its_opposite_for_the_second_readers_negatives():
     assert any("approximately" in f for f in flips("The output is exactly the target's distribution"))
     assert any("cannot" in f for f in flips("The draft can sample from any q"))
     assert flips("Greedy: one hypothesis") == []  # nothing to flip: no made-up negative
+    turned = flips("Widening the beam is not monotonic", 99)
+    assert "Widening the beam is monotonic" in turned and not any("not not" in f for f in turned)
 
 
 @needs_model

@@ -293,13 +293,22 @@ def numeric_check(point: str, clause: str, answer: str) -> bool | None:
         if not all(any(F.matches(x, r) for x in stated) for r in results):
             return False
         env = {**F.SAMPLES[0], **params, **F.assignments(answer)}
+        numbers = [float(x) for x in F.numbers_in(answer) if re.fullmatch(r"-?\d+(?:\.\d+)?", x)]
+        # the sentences that state the result: a formula there is the one the answer gives it by
+        giving = [answer[a:b] for a, b in _pieces(answer, 0, len(answer), _SENTENCE_END)
+                  if any(F.matches(x, r) for x in F.numbers_in(answer[a:b]) for r in results)]
+        by = [f for s in giving for f in F.formulas_in(s)]
         # a right number from a wrong formula does not earn the point: a formula in the clause must give the
-        # result, and one anywhere in the answer that lands near it (within 15 %) but not on it is the wrong one
+        # result; one anywhere in the answer that lands near it (within 15 %) but not on it is the wrong one, and
+        # so is one in exactly the point's parameters that gives a value the answer never states ("E = a(1 − a^K)
+        # /(1 − a), and for a = 0.7, K = 4 that comes out to 2.77": the formula gives 1.77)
         for f in F.formulas_in(answer):
             value = F.evaluate(f, env)
             if value is None or any(abs(value - x) <= 0.005 for x in results + list(params.values())):
                 continue
-            if f in said or any(abs(value - r) <= 0.15 * abs(r) for r in results):
+            unstated = (f in by and len(params) >= 2 and F.variables(f) == set(params)
+                        and not any(abs(value - x) <= 0.006 for x in numbers))
+            if f in said or unstated or any(abs(value - r) <= 0.15 * abs(r) for r in results):
                 return False
     return True
 

@@ -7,7 +7,8 @@ reach here):
 - not made: each point the hand labels say was missed, with the clauses the first reader rates best for it (the
   hardest negatives, the ones that earned false credit); each point with its own words flipped (a "not" put in or
   taken out, an opposite swapped: "exactly" for "approximately", "one pass" for "K passes"), with the bank's
-  misconception it sits closest to, and with a clause of another card's answer.
+  misconception it sits closest to, and with a clause of another card's answer; and every clause above that
+  makes its point, with one of its words flipped.
 """
 from __future__ import annotations
 
@@ -17,27 +18,38 @@ import re
 from specviz.practice import grade as G
 from specviz.practice import reader as R
 
-_FLIPS = [(r"\bcannot\b", "can"), (r"\bcan\b", "cannot"), (r"\bmust not\b", "must"), (r"\bmust\b", "must not"),
-          (r"\bis not\b", "is"), (r"\bis\b", "is not"), (r"\bare not\b", "are"), (r"\bare\b", "are not"),
-          (r"\bdoes not\b", "does"), (r"\bnever\b", "always"), (r"\balways\b", "never"), (r"\bno\b", "some"),
+# one word or phrase turned to its opposite; "is" and friends only where no "not" follows (else "is not not")
+_FLIPS = [(r"\bcannot\b", "can"), (r"\bcan\b(?!\s+not\b)", "cannot"), (r"\bmust not\b", "must"),
+          (r"\bmust\b(?!\s+not\b)", "must not"), (r"\bis not\b", "is"), (r"\bis\b(?!\s+not\b)", "is not"),
+          (r"\bare not\b", "are"), (r"\bare\b(?!\s+not\b)", "are not"), (r"\bdoes not\b", "does"),
+          (r"\bdoes\b(?!\s+not\b)", "does not"), (r"\b(?:doesn't|don't)\b", "does"), (r"\bnever\b", "always"),
+          (r"\balways\b", "never"), (r"\bno\b", "some"), (r"\bwithout\b", "with"),
           (r"\bexactly\b", "approximately"), (r"\bexact\b", "approximate"), (r"\blossless\b", "lossy"),
-          (r"\bidentical\b", "close"), (r"\bone (?:forward )?pass\b", "K separate passes"),
-          (r"\bin parallel\b", "one at a time"), (r"\bbelow\b", "above"), (r"\babove\b", "below"),
-          (r"\bfewer\b", "more"), (r"\bmore\b", "fewer"), (r"\blower\b", "higher"), (r"\bhigher\b", "lower"),
+          (r"\bidentical\b", "close"), (r"\b(?:one|a single) (?:forward )?pass\b", "K separate passes"),
+          (r"\ball\b", "only some of"),
+          (r"\bin parallel\b", "one at a time"), (r"\bonce\b", "again for each position"),
+          (r"\bbelow\b", "above"), (r"\babove\b", "below"), (r"\bfewer\b", "more"), (r"\bmore\b", "fewer"),
+          (r"\blower\b", "higher"), (r"\bhigher\b", "lower"), (r"\blowers\b", "raises"), (r"\braises\b", "lowers"),
           (r"\bfaster\b", "slower"), (r"\bslower\b", "faster"), (r"\bup\b", "down"), (r"\bdown\b", "up"),
+          (r"\bincreases?\b", "decreases"), (r"\bdecreases?\b", "increases"), (r"\bgrows?\b", "shrinks"),
+          (r"\bfalls?\b", "rises"), (r"\bbefore\b", "after"), (r"\bafter\b", "before"), (r"\bfirst\b", "last"),
+          (r"\bsame\b", "different"), (r"\bdifferent\b", "same"), (r"\bboth\b", "neither of"),
           (r"\bmemory-bound\b", "compute-bound"), (r"\bcompute-bound\b", "memory-bound"), (r"\bany\b", "only a greedy"),
           (r"\bresidual\b", "target distribution p"), (r"\bdiscarded\b", "kept"), (r"\bkept\b", "discarded"),
-          (r"\bnot\s+", "")]
+          (r"\baccepted\b", "rejected"), (r"\brejected\b", "accepted"), (r"\bimmediately\b", "only at the end"),
+          (r"\b(?:cropped|cut back|rolled back)\b", "left untouched"), (r"\bends\b", "continues"),
+          (r"\bstops\b", "continues"), (r"\bnot\s+", "")]
 
 
-def flips(point: str) -> list[str]:
-    """The point with one of its words turned to the opposite, for each that applies (at most three)."""
+def flips(point: str, most: int = 3) -> list[str]:
+    """The point (or a clause) with one of its words turned to the opposite, for each that applies (at most
+    `most`)."""
     out = []
     for pattern, to in _FLIPS:
         flipped, n = re.subn(pattern, to, point, count=1, flags=re.IGNORECASE)
-        if n and flipped != point:
+        if n and flipped != point and flipped not in out:
             out.append(flipped)
-    return out[:3]
+    return out[:most]
 
 
 def _sentences(text: str) -> list[str]:
@@ -81,6 +93,13 @@ def pairs(rows, cards: dict, enc, weights, seed: int = 0) -> list[tuple[str, str
             out.append((point, misc[near[k]], 0.0))
             if others[c]:
                 out.append((point, rng.choice(others[c]), 0.0))
+    # every clause that makes a point, with one of its words turned to the opposite, does not: contradictions in
+    # the learner's own words ("the weights are re-read for each position", "the target's cache is not touched"),
+    # the false credits a reader of meaning alone gives
+    for point, clause, _ in [t for t in out if t[2] == 1.0]:
+        turned = flips(clause, len(_FLIPS))
+        if turned:
+            out.append((point, rng.choice(turned), 0.0))
     return out
 
 
