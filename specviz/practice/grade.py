@@ -175,6 +175,9 @@ def default_encoder() -> Encoder:
 
 # ---------------------------------------------------------------- the answer, cut into clauses
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(<A-Z0-9a-z])|\n+|;\s*|\s+[–—]\s+")  # not " - ": a minus
+# a whole sentence (cut only at . ! ? and line ends) is judged too: a rambling answer's point often runs through a
+# dash aside ("the numerator tops out — it can never get past 1/(1 − a) — while the denominator keeps growing")
+_FULL_STOP = re.compile(r"(?<=[.!?])\s+(?=[\"'(<A-Z0-9a-z])|\n+")
 # a colon cuts a clause, not a sentence: a terse note's "top-k: keep k most probable, renorm" is judged whole (the
 # term and its definition) as well as in parts
 # " and " before a word cuts a clause ("... gives 1 to K+1 tokens and the output is exactly the target's", "scores
@@ -195,18 +198,20 @@ def _pieces(text: str, start: int, end: int, cut: re.Pattern) -> list[tuple[int,
 
 
 def clauses(answer: str) -> list[tuple[int, int]]:
-    """(start, end) spans of the answer to judge: each sentence, each clause of a long sentence, and each pair of
-    neighbouring clauses (a point is sometimes made across a comma). Regular expressions only, no recursion."""
+    """(start, end) spans of the answer to judge: each sentence (and each whole sentence through its dashes and
+    semicolons), each clause of a long sentence, and each pair of neighbouring clauses (a point is sometimes made
+    across a comma). Regular expressions only, no recursion."""
     sentences, parts, pairs = [], [], []
+    whole = _pieces(answer, 0, len(answer), _FULL_STOP)
     for a, b in _pieces(answer, 0, len(answer), _SENTENCE_END):
         sentences.append((a, b))
         cut = _pieces(answer, a, b, _CLAUSE_CUT)
         if len(cut) > 1:
             parts += cut
             pairs += [(cut[i][0], cut[i + 1][1]) for i in range(len(cut) - 1)]
-    # past MAX_CLAUSES a long answer loses its joined pairs first, then its parts, never a whole sentence
+    # past MAX_CLAUSES a long answer loses its joined pairs first, then its parts, never a sentence
     seen, out = set(), []
-    for a, b in sentences + parts + pairs:
+    for a, b in sentences + whole + parts + pairs:
         while a < b and answer[a] in " ,.;:-–—\n\t\"'":
             a += 1
         while b > a and answer[b - 1] in " ,;:-–—\n\t\"'":
@@ -441,9 +446,14 @@ def pair_features(rubric, answer: str, encoder: Encoder | None = None, weights=N
         weights, second = h["weights"], second_reader(h)
     spans, parts, x = candidates(rubric, text, enc)
     scores = logits(x, weights)  # clauses × points
-    # a clause on the other side of one of the point's opposites cannot make it: pick among the others
-    ok = [[i for i, part in enumerate(parts) if not contradicts(point, part)] or list(range(len(parts)))
-          for point in rubric]
+    # a clause on the other side of one of the point's opposites cannot make it, nor can a clause cut from a sentence
+    # that is ("The target checks the drafts one by one, in K separate forward passes": its first clause alone
+    # takes no side): pick among the others
+    whole = _pieces(text, 0, len(text), _FULL_STOP)
+    around = [next(((c, d) for c, d in whole if c <= a < d), (a, b)) for a, b in spans]
+    sentence = [text[c:d] for c, d in around]
+    ok = [[i for i, part in enumerate(parts) if not contradicts(point, part) and not contradicts(point, sentence[i])]
+          or list(range(len(parts))) for point in rubric]
     picks = [sorted(ids, key=lambda i: -float(scores[i, j]))[:TOP if second else 1] for j, ids in enumerate(ok)]
     z = {(i, j): float(scores[i, j]) for j, ids in enumerate(picks) for i in ids}
     if second:
@@ -457,7 +467,9 @@ def pair_features(rubric, answer: str, encoder: Encoder | None = None, weights=N
         if formula_is_the_point(point):  # the clause that writes the point's formula, wherever it is
             i = next((k for k in ok[j] if numeric_check(point, parts[k], text) is True), i)
         zij = z.get((i, j), float(scores[i, j]))
-        out.append((x[i, j].tolist(), spans[i], numeric_check(point, parts[i], text), zij))
+        # every clause was against the point: judge the picked one with its sentence, which decide() refuses
+        span = around[i] if contradicts(point, sentence[i]) else spans[i]
+        out.append((x[i, j].tolist(), span, numeric_check(point, parts[i], text), zij))
     return out
 
 

@@ -91,7 +91,7 @@ def _examples(rows: list[Labelled], cards: dict, enc, weights) -> tuple[list, li
 # How much the second reader weighs beside the first (logit = first + READER_WEIGHT · second) and the threshold on
 # the result: chosen by `cross_validate` over the tuning part (python -m specviz grade --cv), not in-sample — the
 # reader has seen its training rows' evidence, so its logits on them are over-confident.
-READER_WEIGHT, READER_THRESHOLD = 1.0, 0.78
+READER_WEIGHT, READER_THRESHOLD = 1.0, 0.63
 
 
 def _base(rows: list[Labelled], cards: dict, enc, rounds: int = 3, **fit) -> list[float]:
