@@ -227,7 +227,8 @@ def negated(text: str) -> bool:
     return len(NEGATIONS.findall(text)) % 2 == 1
 
 
-def stance(text: str) -> list[int]:
+@functools.lru_cache(maxsize=8192)  # the same clause is read against every point, and a point against every clause
+def stance(text: str) -> tuple[int, ...]:
     """Per pair of opposites: +1 (the first side), -1 (the other), 0 (neither, or both). A negation in the three
     words before a phrase flips that phrase ("not lossless" is the other side; "doesn't change the output, which
     is exactly the target's" stays exact; "cannot be greedy" is the other side by its own phrase)."""
@@ -239,7 +240,7 @@ def stance(text: str) -> list[int]:
                 before = " ".join(text[:m.start()].split()[-3:])
                 total += -side if negated(before) else side
         out.append((total > 0) - (total < 0))
-    return out
+    return tuple(out)
 
 
 _WORD = re.compile(r"[a-z0-9]+")
