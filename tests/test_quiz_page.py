@@ -426,3 +426,16 @@ def test_the_graded_mock_follows_up_on_what_the_first_answer_missed():
     assert md.startswith(f"# Mock interview: {mock.title}") and follow.question in md and answer in md
     assert len(at.get("download_button")) == 1
 
+
+
+def test_evidence_that_overlaps_another_points_mark_is_quoted_on_its_row_escaped():
+    from specviz.practice.grade import Grade, PointGrade
+    from ui.grading import highlighted, marks, quoted
+    text = "The big model checks all of them at once, in one forward pass, and keeps the prefix."
+    inner, outer = (text.index("in one"), text.index(", and")), (text.index("in one"), len(text) - 1)
+    g = Grade("c", (PointGrade("one pass", True, 0.9, text[slice(*inner)], inner),
+                    PointGrade("prefix", True, 0.8, text[slice(*outer)], outer)))
+    assert [n for _, n in marks(g, [True, True])] == [0]  # the second overlaps: its row quotes it
+    assert [n for _, n in marks(g, [False, True])] == [1]  # overruled away, the other is marked
+    assert highlighted(text, g, [True, True]).count("<mark") == 1
+    assert quoted("<b>*x* $y$</b>") == "&lt;b&gt;&#42;x&#42; &#36;y&#36;&lt;/b&gt;"

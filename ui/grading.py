@@ -42,14 +42,32 @@ def grade_answer(card, text: str) -> G.Grade | str:
         return f"The grader could not read this answer ({str(e)[:120]}); tick the points you made yourself."
 
 
+def marks(grade: G.Grade, made: list[bool]) -> list[tuple[tuple[int, int], int]]:
+    """(span, point) of the evidence the answer can show marked: in order, an overlapping one left out (its point's
+    row quotes it instead)."""
+    out, at = [], 0
+    for (a, b), n in sorted(((p.span, n) for n, p in enumerate(grade.points) if p.span and made[n]),
+                            key=lambda m: m[0][0]):
+        if a >= at:
+            out.append(((a, b), n))
+            at = b
+    return out
+
+
+_MARKDOWN = str.maketrans({c: f"&#{ord(c)};" for c in "\\`*_[]$~#|"})
+
+
+def quoted(text: str) -> str:
+    """The learner's words inside Markdown: HTML escaped, and Markdown's and LaTeX's marks written as entities (a
+    "$" would open maths, a "*" italics)."""
+    return html.escape(text).translate(_MARKDOWN)
+
+
 def highlighted(text: str, grade: G.Grade, made: list[bool]) -> str:
     """The learner's answer as HTML (escaped), each made point's evidence marked in that point's colour with its
     number; overlapping evidence keeps the first point's mark."""
-    marks = sorted(((p.span, n) for n, p in enumerate(grade.points) if p.span and made[n]), key=lambda m: m[0][0])
     out, at = [], 0
-    for (a, b), n in marks:
-        if a < at:
-            continue
+    for (a, b), n in marks(grade, made):
         out.append(html.escape(text[at:a]))
         out.append(f'<mark style="background:{COLOURS[n % len(COLOURS)]}" title="point {n + 1}">'
                    f'{html.escape(text[a:b])}<sup>{n + 1}</sup></mark>')
@@ -68,11 +86,15 @@ def show(text: str, grade: G.Grade, key: str, page: str = "", reference: str = "
                 f"({round(100 * sum(made) / max(1, len(made)))} %)")
     st.markdown(f'<div class="sv-graded" style="line-height:1.7">{highlighted(text, grade, made)}</div>',
                 unsafe_allow_html=True)
+    shown = {n for _, n in marks(grade, made)}
     for n, p in enumerate(grade.points):
         c1, c2 = st.columns([6, 2], vertical_alignment="center")
         over = st.session_state.get(f"{key}_over_{n}", False)
         tag = " _(overruled by you)_" if over else ""
-        if made[n]:
+        if made[n] and p.evidence and n not in shown:  # its evidence overlaps another point's mark: quote it here
+            c1.markdown(f"✓ **{n + 1}.** {p.point}{tag}  \n&nbsp;&nbsp;&nbsp;<span style='color:#555'>“"
+                        f"{quoted(p.evidence)}”</span>", unsafe_allow_html=True)
+        elif made[n]:
             c1.markdown(f"✓ **{n + 1}.** {p.point}{tag}")
         else:
             hint = f"✗ **{n + 1}.** {p.point}{tag}"
