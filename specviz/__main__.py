@@ -569,8 +569,26 @@ def _tree_fields(a, models, sizing: dict | None, temperature: float) -> dict:
     return out
 
 
+_TEXT_OPTIONS = ("--answer", "--prompt")
+
+
+def _glued(argv: list[str]) -> list[str]:
+    """A text starting with one "-" (a terse answer's bullet list: "- target scores all K ...") passed after
+    --answer or --prompt is that option's value, not an unknown option (argparse would refuse it)."""
+    out, i = [], 0
+    while i < len(argv):
+        if argv[i] in _TEXT_OPTIONS and i + 1 < len(argv) and argv[i + 1][:1] == "-" and argv[i + 1][:2] != "--" \
+                and argv[i + 1] != "-":
+            out.append(f"{argv[i]}={argv[i + 1]}")
+            i += 2
+        else:
+            out.append(argv[i])
+            i += 1
+    return out
+
+
 def main(argv=None) -> int:
-    a = _parser().parse_args(argv)
+    a = _parser().parse_args(_glued(list(sys.argv[1:] if argv is None else argv)))
     try:
         if a.command == "drill":
             return drill(a)

@@ -118,6 +118,16 @@ def test_cli_bad_input_is_one_line_and_exit_2():
     assert "what-is-spec" in cards and any(":" in c for c in cards)  # questions and mock steps
 
 
+@pytest.mark.fast
+def test_cli_takes_an_answer_written_as_a_bullet_list():
+    """A terse answer starts with "- ": it is --answer's value, not an unknown option (argparse alone refuses)."""
+    from specviz.__main__ import _glued, _parser
+    notes = "- target scores all K drafts in one pass\n- output exactly the target's"
+    a = _parser().parse_args(_glued(["grade", "--card", "what-is-spec", "--answer", notes, "--json"]))
+    assert a.answer == notes and a.json and a.card == "what-is-spec"
+    assert _parser().parse_args(_glued(["grade", "--card", "c", "--answer", "-"])).answer == "-"  # standard input
+
+
 @needs_model
 def test_cli_contract_json_and_stdin():
     answer = "The big model checks all the drafted tokens in one forward pass, and the output is exactly its own."
