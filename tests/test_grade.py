@@ -102,6 +102,17 @@ def test_the_formula_that_gives_the_stated_number_must_give_it():
     assert G.numeric_check(point, "with a = 0.7 and K = 4: (1 − 0.16807)/0.3 = 2.773", right) is True
 
 
+@pytest.mark.fast
+def test_lookaheads_positions_formula_is_checked_in_w_n_g():
+    point = G.card("lookahead-cost").rubric[0]
+    assert "(N − 1)W" in point  # the card's point this test is about
+    # W + N + G sums the three knobs: a formula in the same variables that is not the point's
+    assert G.numeric_check(point, "each step processes W + N + G positions", "") is False
+    for right in ("a step feeds 1 + W(N-1) + G(N-1) positions", "it is 1 + (N − 1)(W + G) positions"):
+        assert G.numeric_check(point, right, right) is True
+    assert F.formulas_in("the K + 1 positions") == []  # one variable plus a number is prose, not a formula
+
+
 def run_cli(*args, stdin=None):
     return subprocess.run([sys.executable, "-m", "specviz", "grade", *args], capture_output=True, text=True,
                           cwd=ROOT, input=stdin, timeout=300)

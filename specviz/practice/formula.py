@@ -10,9 +10,11 @@ import re
 
 MAX_TEXT = 400  # characters of one formula: longer is not a formula a learner says aloud
 MAX_TOKENS = 200
-VARS = {"a", "K", "c", "v", "n", "B", "L", "T"}  # the variables of the project's formulas
-SAMPLES = [dict(a=a, K=K, c=c, v=v, n=K, B=8, L=12, T=1.0) for a, K, c, v in
-           ((0.3, 2, 0.05, 1.0), (0.55, 3, 0.2, 1.3), (0.8, 5, 0.1, 1.1), (0.7, 4, 0.02, 1.0))]
+# the variables of the project's formulas; W, N, G: lookahead's window, n-gram size and guesses per step
+VARS = {"a", "K", "c", "v", "n", "B", "L", "T", "W", "N", "G"}
+SAMPLES = [dict(a=a, K=K, c=c, v=v, n=K, B=8, L=12, T=1.0, W=W, N=N, G=G) for a, K, c, v, W, N, G in
+           ((0.3, 2, 0.05, 1.0, 5, 4, 5), (0.55, 3, 0.2, 1.3, 3, 2, 7), (0.8, 5, 0.1, 1.1, 7, 5, 2),
+            (0.7, 4, 0.02, 1.0, 4, 3, 3))]
 
 _UNICODE = {"−": "-", "–": "-", "×": "*", "·": "*", "⋅": "*", "÷": "/", "α": "a", "γ": "K", "²": "^2", "³": "^3",
             "…": "...", "\u2009": " ", "\u00a0": " "}
@@ -154,9 +156,9 @@ def same_formula(a, b) -> bool:
 
 
 # ---------------------------------------------------------------- finding formulas and numbers in prose
-_SPAN = re.compile(r"(?:SUMI0|\\frac|\d+(?:\.\d+)?|(?<![A-Za-z])[aiKcvnBLT](?![A-Za-z])|[().+\-*/^{}_=\\\s])+")
+_SPAN = re.compile(r"(?:SUMI0|\\frac|\d+(?:\.\d+)?|(?<![A-Za-z])[aiKcvnBLTWNG](?![A-Za-z])|[().+\-*/^{}_=\\\s])+")
 _NUMBER = re.compile(r"(?<![\w.])[-−]?\d+(?:\.\d+)?(?![\w.]*[A-Za-z])")
-_ASSIGN = re.compile(r"\b([aKcvαγ]|alpha|gamma)\s*=\s*(\d+(?:\.\d+)?)")
+_ASSIGN = re.compile(r"\b([aKcvWNGαγ]|alpha|gamma)\s*=\s*(\d+(?:\.\d+)?)")
 _RESULT = re.compile(r"(?:\bgives?\b|\bgiving\b|\byields?\b|[=→≈:])\s*(\d+\.\d+)")
 
 
@@ -167,11 +169,12 @@ def formulas_in(text: str) -> list:
     for m in _SPAN.finditer(normalize(text)):
         for part in m.group(0).split("="):
             part = part.strip(" .,;:")
-            # a formula holds an operator beyond + and - (or a series); a bare number is not one
-            if len(part) < 3 or not re.search(r"[\^/*(]|\.\.\.", part):
+            # a formula holds an operator beyond + and - (or a series), or sums two variables ("W + N + G"); a bare
+            # number is not one, nor "K + 1" (prose says "the K + 1 positions" without writing a formula)
+            if len(part) < 3:
                 continue
             f = compile_formula(part)
-            if f is not None:
+            if f is not None and (re.search(r"[\^/*(]|\.\.\.", part) or len(variables(f)) >= 2):
                 found.append(f)
     return found
 
