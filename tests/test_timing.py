@@ -4,7 +4,7 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from specviz.labs.timing import Forward, Timing, forward_ms, time_forwards
+from specviz.labs.timing import Forward, Timing, draft_step_ms, forward_ms, time_forwards
 
 
 @pytest.fixture(scope="module")
@@ -35,3 +35,19 @@ def test_median_and_spread_per_size_and_batches(small):
     batched = Forward(small, 12, batch=3)  # an int context: fixed pseudo-random ids, one row per sequence
     assert tuple(batched.ids.shape) == (3, 12) and torch.equal(batched.ids[0], Forward(small, 12, batch=1).ids[0])
     assert forward_ms(small, 12, 2, repeats=2, batch=3) > 0
+
+
+def test_a_draft_step_is_timed_right_after_a_target_step(small):
+    # c's numerator as the loop meets it: each timed draft forward follows one untimed target decode step
+    torch.manual_seed(1)
+    target = LlamaForCausalLM(small.config).eval()
+    order = []
+    hooks = [small.register_forward_hook(lambda *_: order.append("draft")),
+             target.register_forward_hook(lambda *_: order.append("target"))]
+    try:
+        assert draft_step_ms(small, target, list(range(10, 30)), repeats=2) > 0
+    finally:
+        for h in hooks:
+            h.remove()
+    # both contexts cached first, then one untimed round and 2 timed ones, each draft step after a target step
+    assert order == ["draft", "target"] + ["target", "draft"] * 3

@@ -9,7 +9,7 @@ from specviz.engine.plain import plain_steps
 from specviz.sampling import SamplingConfig
 from specviz.engine.speculative import speculative_steps
 from specviz.engine.loop import run_steps
-from specviz.labs.timing import forward_ms, time_forwards
+from specviz.labs.timing import draft_step_ms, forward_ms, time_forwards
 from specviz.theory import speculation_pays, speedup_breakdown
 
 
@@ -80,7 +80,7 @@ def speculative_vs_plain(target, drafter, tokenizer, ids, max_new: int, k: int, 
     ctx = list(ids) + plain.token_ids[:16]
     t1 = forward_ms(target, ctx, 1, repeats=7)
     tv = forward_ms(target, ctx, k + 1, repeats=7)
-    d1 = forward_ms(draft_model, ctx, 1, repeats=7) if draft_model is not None else 0.0
+    d1 = draft_step_ms(draft_model, target, ctx, repeats=7) if draft_model is not None else 0.0
     progress(1.0, "done")
     c = spec.counters
     summary = speedup_summary(seconds["plain greedy"], seconds["speculative"])
@@ -113,7 +113,8 @@ def compare_drafters(target, tokenizer, ids, drafters: dict, k: int, max_new: in
     if step_models:
         progress(0.9, "timing one step of each draft model…")
         ctx = list(ids) + results["plain greedy"].token_ids[:16]
-        steps = {name: forward_ms(m, ctx, 1, repeats=7) for name, m in {"target": target, **step_models}.items()}
+        steps = {"target": forward_ms(target, ctx, 1, repeats=7),
+                 **{name: draft_step_ms(m, target, ctx, repeats=7) for name, m in step_models.items()}}
     rows = []
     for name in drafters:
         r, c = results[name], results[name].counters

@@ -28,7 +28,7 @@ from specviz.engine.speculative import next_k, speculative_steps
 from specviz.loading import Models
 from specviz.tokens import eos_ids
 from specviz.labs.measure import verify_cost_profile
-from specviz.labs.timing import forward_ms
+from specviz.labs.timing import draft_step_ms
 
 
 @dataclass(frozen=True)
@@ -138,8 +138,8 @@ def costs(target, draft, ctx: list[int], k_max: int = 16) -> dict:
     """What the prediction charges: t_d (one draft step), t_1 (one target step) and v(k) (a k + 1-position verify
     pass over t_1), measured here by the one timer (labs/timing.py: medians)."""
     prof = verify_cost_profile(target, ctx, ks=range(1, k_max + 1), repeats=3)
-    return {"t_draft_s": forward_ms(draft, ctx, 1, repeats=5) / 1000, "t1_s": prof["t1_ms"] / 1000, "v": prof["v"],
-            "noisy": prof["noisy"]}
+    return {"t_draft_s": draft_step_ms(draft, target, ctx, repeats=5) / 1000, "t1_s": prof["t1_ms"] / 1000,
+            "v": prof["v"], "noisy": prof["noisy"]}
 
 
 def compare_policies(policies: list[Policy], target, draft, tokenizer, prompt: list[int], output: list[int],

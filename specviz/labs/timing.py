@@ -61,19 +61,32 @@ class Forward:
 
 
 @torch.inference_mode()
-def time_forwards(model, context: int | list[int], sizes, repeats: int = 5, batch: int = 1) -> dict[int, Timing]:
-    """{n: Timing} for each n in sizes: one untimed round, then `repeats` rounds interleaved over the sizes."""
+def time_forwards(model, context: int | list[int], sizes, repeats: int = 5, batch: int = 1,
+                  after=None) -> dict[int, Timing]:
+    """{n: Timing} for each n in sizes: one untimed round, then `repeats` rounds interleaved over the sizes.
+    after: a model (the target) run untimed, one decode step, before each timed forward. Why: a draft step in
+    the speculative loop runs right after a target pass has streamed the target's weights through the CPU's
+    caches, so the draft's own weights come from memory again; timed back to back they stay cached and the step
+    looks up to 1.7x cheaper than the loop ever sees it (2026-11-26, docs/performance.md)."""
     fwd, sizes = Forward(model, context, batch), list(dict.fromkeys(sizes))
+    evict = Forward(after, context, batch) if after is not None else None
     times: dict[int, list[float]] = {n: [] for n in sizes}
     for r in range(repeats + 1):
         for n in sizes:
+            if evict is not None:
+                evict.run(1)
             ms = fwd.run(n)
             if r:
                 times[n].append(ms)
     return {n: Timing(statistics.median(t), min(t), max(t), len(t)) for n, t in times.items()}
 
 
-def forward_ms(model, context: int | list[int], n: int, repeats: int = 15, batch: int = 1) -> float:
+def forward_ms(model, context: int | list[int], n: int, repeats: int = 15, batch: int = 1, after=None) -> float:
     """Median ms of one forward of n new tokens (per sequence) on a cached context: n = 1 is a decode step (the
-    c numerator for a draft), n = K + 1 a verify pass."""
-    return time_forwards(model, context, [n], repeats, batch)[n].median
+    c numerator for a draft), n = K + 1 a verify pass. after: see time_forwards."""
+    return time_forwards(model, context, [n], repeats, batch, after)[n].median
+
+
+def draft_step_ms(draft, target, context: int | list[int], repeats: int = 15, batch: int = 1) -> float:
+    """THE numerator of c: one draft step timed as the speculative loop meets it, right after a target step."""
+    return forward_ms(draft, context, 1, repeats, batch, after=target)

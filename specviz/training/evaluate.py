@@ -9,7 +9,7 @@ from specviz.drafters import make_drafter
 from specviz.drafters.feature import FeatureDraft, shifted
 from specviz.engine.plain import plain_steps
 from specviz.labs.measure import timed_rounds
-from specviz.labs.timing import forward_ms
+from specviz.labs.timing import draft_step_ms, forward_ms
 from specviz.engine.speculative import speculative_steps
 from specviz.engine.loop import run_steps
 from specviz.engine.tree import tree_speculative_steps
@@ -121,7 +121,7 @@ def evaluate(target, tok, draft, n_prompts: int = 16, max_new: int = 64, ks=(2, 
         out["teacher_forced_agreement_train"] = agreement([teacher_forced(target, draft, s, n) for s, n in answers])
     overlaps = torch.cat([torch.minimum(p, q).sum(-1) for p, q in held_out]).tolist()
     out["sampling_acceptance_T1"] = sum(overlaps) / len(overlaps)
-    t1, d1 = forward_ms(target, ids_list[0], 1), forward_ms(draft, ids_list[0], 1)
+    t1, d1 = forward_ms(target, ids_list[0], 1), draft_step_ms(draft, target, ids_list[0])
     out["target_ms"], out["draft_ms"], out["c"] = t1, d1, d1 / t1
     best = max(ks, key=lambda k: out[f"K={k}"]["speedup"])
     same = all(runs[key]["tokens"] == plain["tokens"] for key in runs)
