@@ -187,5 +187,5 @@ st.markdown(
     "much as one step while the pass stays memory-bound (small batch; the KV cache is read once too). On a CPU that "
     "holds only if the matrix code streams the weights once for all K+1 rows. "
     "PyTorch's plain `nn.Linear` on CPU does not quite: it re-packs each weight on every call. "
-    + (packing_note(bench) if bench else "SpecViz packs the weights once for oneDNN when it loads a model on CPU "
-       "(`specviz/packed.py`). Toggle the measured v above to see this machine's numbers."))
+    + (packing_note(bench) if bench else "SpecViz packs the weights once for oneDNN when it loads a model on a CPU "
+       "where that measures faster (`specviz/packed.py`). Toggle the measured v above to see this machine's numbers."))

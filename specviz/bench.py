@@ -26,10 +26,10 @@ from specviz.errors import SpecVizError
 from specviz.engine.lookahead import lookahead_steps
 from specviz.engine.plain import plain_steps
 from specviz.labs.measure import timed_rounds
-from specviz.labs.timing import forward_ms
+from specviz.labs.timing import draft_step_ms, forward_ms
 from specviz.labs.tree_sizing import size
 from specviz.loading import load_models
-from specviz.packed import PackedLinear
+from specviz.packed import PackedLinear, choice as packing_choice
 from specviz.prompting import prompt_ids
 from specviz.sampling import SamplingConfig
 from specviz.engine.speculative import speculative_steps
@@ -252,13 +252,16 @@ def forward_costs(models, plain, ctx, ks, quantized: bool = False) -> tuple[dict
     """A decode step, a verify pass of K + 1 and each draft's step (median ms); c = draft step / target step.
     quantized: also a step of the target quantized, each QUANTIZED kind's {kind}_1 and c_{kind}."""
     t1 = forward_ms(models.target, ctx, 1)
-    d1 = forward_ms(models.draft, ctx, 1) if models.draft is not None else None
-    f1 = forward_ms(models.feature_draft, ctx, 1) if models.feature_draft is not None else None
+    d1 = draft_step_ms(models.draft, models.target, ctx) if models.draft is not None else None
+    f1 = draft_step_ms(models.feature_draft, models.target, ctx) if models.feature_draft is not None else None
     out = {"target_1": t1,
            "target_verify": {str(k + 1): forward_ms(models.target, ctx, k + 1) for k in sorted(set(ks) | {4})},
-           "draft_1": d1, "c": d1 / t1 if d1 else 0.0, "feature_draft_1": f1, "c_feature": f1 / t1 if f1 else 0.0}
+           "draft_1": d1, "c": d1 / t1 if d1 else 0.0, "feature_draft_1": f1, "c_feature": f1 / t1 if f1 else 0.0,
+           # the same steps timed back to back (their weights stay in the CPU's caches): what c was before
+           # 2026-11-26, kept to show how much the loop's cold caches add
+           "draft_1_back_to_back": forward_ms(models.draft, ctx, 1) if models.draft is not None else None}
     for q in QUANTIZED if quantized else ():
-        out[f"{q}_1"] = forward_ms(quantized_model(models.target, q), ctx, 1)
+        out[f"{q}_1"] = draft_step_ms(quantized_model(models.target, q), models.target, ctx)
         out[f"c_{q}"] = out[f"{q}_1"] / t1
     unpacked = None
     if plain is not None:
@@ -376,7 +379,7 @@ def run_bench(prompts, max_new: int, repeats: int, ks, dynamic_k=True, hf_peers=
     models = load_models(device=device)
     load_cached = time.perf_counter() - t0
     packed = any(isinstance(m, PackedLinear) for m in models.target.modules())
-    # packed linear layers are the CPU default; an unpacked copy measures what they buy, side by side
+    # where this CPU measured packed layers faster (specviz/packed.py), an unpacked copy measures what they buy
     plain = load_models(device=device, packed=False) if unpacked and packed else None
     load_cold = cold_load_seconds(device) if cold else None
     cfgs = select(configs(models, ks, dynamic_k, hf_peers, sampling, plain is not None, quantized=quantized), only)
@@ -399,7 +402,7 @@ def run_bench(prompts, max_new: int, repeats: int, ks, dynamic_k=True, hf_peers=
         "max_new_tokens": max_new, "repeats": repeats, "draft": models.draft_name, "sampling_seeds": seeds,
         "rows": rows, "best_k": {d: best_k_check(rows, fm, d) for d in ("token", "feature")},
         "ngram_speedup_on_repeat_prompts": repeat_prompt_speedups(cfgs, seconds, prompts),
-        "forward_ms": fm, "packed": packed, "forward_ms_unpacked": unpacked_ms,
+        "forward_ms": fm, "packed": packed, "packing": packing_choice().as_dict(), "forward_ms_unpacked": unpacked_ms,
         "load_s": {"cached": load_cached, "cold": load_cold},
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "identical": not bad, "mismatches": bad,
@@ -434,6 +437,13 @@ def forward_lines(res: dict) -> list[str]:
             a = res["rows"].get(f"spec {q} K=4", {}).get("acceptance_rate")
             lines.append(f"target {q} forward: {fm[f'{q}_1']:.1f} ms -> c = {fm[f'c_{q}']:.3f}"
                          + (f"; a = {a:.3f}, so a > c {'holds' if a > fm[f'c_{q}'] else 'fails'}" if a else ""))
+    pc = res.get("packing")
+    if pc and pc.get("plain_ms"):  # the process's measured choice (specviz/packed.py)
+        n0 = pc["packed_from"]
+        way = ("oneDNN-packed" if n0 == 1 else "plain nn.Linear" if n0 is None else
+               f"plain below {n0} rows, oneDNN-packed from {n0}")
+        probe = ", ".join(f"{n} rows {pc['packed_ms'][n]:.1f}/{pc['plain_ms'][n]:.1f}" for n in pc["plain_ms"])
+        lines.append(f"linear layers: {way} (probe stack, packed/plain ms: {probe})")
     um, rows = res.get("forward_ms_unpacked"), res["rows"]
     if um and "unpacked greedy" in rows:  # a run --only some rows has the forward timings but no unpacked rows
         lines.append(f"unpacked nn.Linear forward (ms): 1 token {um['target_1']:.1f}; 5 tokens {um['target_5']:.1f} "

@@ -102,7 +102,7 @@ def test_shipped_feature_draft_shares_target_modules_and_is_small(models):
     assert fd.lm.model.rotary_emb is models.target.model.rotary_emb
     assert forward_ms(fd, list(range(40)), 1, repeats=3) > 0
     from specviz import packed
-    if packed.available():  # its own linear layers run packed like everything else on CPU
+    if packed.choice().packed:  # its own linear layers run packed like everything else on CPU
         own = [fd.fc, fd.lm.lm_head.proj] + ([fd.fuse] if fd.fuse is not None else [])
         assert all(isinstance(m, packed.PackedLinear) for m in own)
 

@@ -114,8 +114,12 @@ def sidebar() -> Settings:
              format_func=str.upper, on_change=copy_to("w_chart_format", "s_chart_format"),
              help="What the camera icon in a chart's toolbar (top right of every chart, on hover) saves.")
     from specviz import packed
-    sb.caption(f"Device: **{device}**" + (" · linear layers packed for oneDNN" if device == "cpu" and packed.available()
-                                          else ""))
+    layers = ""
+    if device == "cpu" and packed.available():  # the process measured which is faster on this CPU
+        n0 = packed.choice().packed_from
+        layers = " · linear layers " + ("packed for oneDNN" if n0 == 1 else "plain (measured faster here)" if n0 is None
+                                        else f"plain below {n0} rows, packed from {n0} (measured here)")
+    sb.caption(f"Device: **{device}**{layers}")
     return Settings(prompt, chat, target, draft, device)
 
 

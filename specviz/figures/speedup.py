@@ -191,7 +191,8 @@ def packing_note(bench: dict) -> str:
     return (f"In the benchmark of {bench['date']} (`docs/{bench['file']}`, on this project's 2-core machine) one "
             f"unpacked step took {u['target_1']:.1f} ms against {f['target_1']:.1f} ms packed, and unpacked, the token "
             f"draft at K = 4 ran at {before:.2f}× plain greedy. SpecViz packs the weights once for oneDNN when it "
-            f"loads a model on CPU (`specviz/packed.py`): in that run greedy got {1 / base:.2f}× faster, a verify "
+            f"loads a model on a CPU where that measures faster (`specviz/packed.py`; on some AVX-512 hosts with AMX "
+            f"the plain layers win): in that run greedy got {1 / base:.2f}× faster, a verify "
             f"pass cost v = {vs} tokens (one step = 1), and the token draft at K = 4 ran at {after:.2f}× plain "
             f"greedy{turned}. Those are one run's figures; toggle the measured v above to see "
             "this machine's now.")
