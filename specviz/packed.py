@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import os
 import statistics
+import threading
 import time
 from dataclasses import dataclass
 
@@ -84,6 +85,7 @@ class Choice:
         return {"packed_from": self.packed_from, "packed_ms": self.packed_ms, "plain_ms": self.plain_ms}
 
 
+PLAIN_MARGIN = 1.05
 PROBE_ROWS = (1, 3, 5, 9, 17)  # a decode step; verify passes at K = 2, 4, 8; a tree of 16 (beams reach them too)
 
 
@@ -110,19 +112,33 @@ def packing_pays(pairs: int = 12, rows=PROBE_ROWS, repeats: int = 7) -> Choice:
                     times[k].append(1000 * (time.perf_counter() - t0))
         for k in ways:
             ms[k][n] = statistics.median(times[k])
-    wins = [n for n in rows if ms["packed"][n] < ms["plain"][n]]
+    # packed stays the default unless plain is clearly faster (5 %): a near tie is noise, and one noisy median
+    # should not give up packing for the life of the process
+    wins = [n for n in rows if ms["packed"][n] < PLAIN_MARGIN * ms["plain"][n]]
     packed_from = next((n for n in rows if all(m in wins for m in rows if m >= n)), None)
     return Choice(packed_from, ms["packed"], ms["plain"])
 
 
-@functools.cache
-def choice() -> Choice:
-    """This process's choice: SPECVIZ_PACKED=0 (never) or 1 (always) decides; unset (auto), the measurement."""
-    if not available():
+def decide() -> Choice:
+    """SPECVIZ_PACKED=0 (never) or 1 (always) decides; unset (auto), the measurement."""
+    setting = os.environ.get("SPECVIZ_PACKED", "auto")
+    if setting == "0" or not available():
         return Choice(None)
-    if os.environ.get("SPECVIZ_PACKED", "auto") == "1":
-        return Choice(1)
-    return packing_pays()
+    return Choice(1) if setting == "1" else packing_pays()
+
+
+_choosing = threading.Lock()  # two sessions of a fresh server must not probe at once (nor disagree)
+
+
+@functools.cache
+def _decided() -> Choice:
+    return decide()
+
+
+def choice() -> Choice:
+    """This process's one choice, decided once (every model it loads follows it: like for like)."""
+    with _choosing:
+        return _decided()
 
 
 def wanted(model: torch.nn.Module, force: bool = False) -> bool:

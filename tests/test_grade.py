@@ -111,6 +111,10 @@ def test_lookaheads_positions_formula_is_checked_in_w_n_g():
     for right in ("a step feeds 1 + W(N-1) + G(N-1) positions", "it is 1 + (N − 1)(W + G) positions"):
         assert G.numeric_check(point, right, right) is True
     assert F.formulas_in("the K + 1 positions") == []  # one variable plus a number is prose, not a formula
+    for prose in ("pick a K of 4", "a W of 5", "with a K + 1 position verify", "a K = 3 chain gives 256"):
+        assert F.formulas_in(prose) == [], prose  # the article a beside a variable is not a times K
+    worked = "for a K of 4 and a = 0.7: (1 − 0.16807)/0.3 = 2.773"
+    assert G.numeric_check("Worked value: a = 0.7, K = 4 gives 2.7731", worked, worked) is True
 
 
 def run_cli(*args, stdin=None):

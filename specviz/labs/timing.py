@@ -43,16 +43,21 @@ class Forward:
         if not self.feature:
             self.cache = model(input_ids=self.ids, use_cache=True, logits_to_keep=1).past_key_values  # a DynamicCache
 
-    def run(self, n: int) -> float:
+    def run(self, n: int, before=None) -> float:
+        """before: called untimed right before the timed forward (after any untimed set-up of this one)."""
         new = self.ids[:, -1:].expand(-1, n)
         if self.feature:  # a feature draft steps on states: its step reads its own h, as drafting does
             m, cache = self.model, self.model.new_cache()
             states = torch.ones((*self.ids.shape, m.config.hidden_size * len(m.read_layers)),
                                 dtype=m.dtype, device=m.device)
             h, _ = m(self.ids, states, cache)
+            if before is not None:
+                before()
             t0 = time.perf_counter()
             m.head(m(new, h[:, -1:].expand(-1, n, -1), cache)[0])
             return 1000 * (time.perf_counter() - t0)
+        if before is not None:
+            before()
         t0 = time.perf_counter()
         self.model(input_ids=new, past_key_values=self.cache, use_cache=True, logits_to_keep=n)
         ms = 1000 * (time.perf_counter() - t0)
@@ -70,12 +75,11 @@ def time_forwards(model, context: int | list[int], sizes, repeats: int = 5, batc
     looks up to 1.7x cheaper than the loop ever sees it (2026-11-26, docs/performance.md)."""
     fwd, sizes = Forward(model, context, batch), list(dict.fromkeys(sizes))
     evict = Forward(after, context, batch) if after is not None else None
+    step = (lambda: evict.run(1)) if evict is not None else None
     times: dict[int, list[float]] = {n: [] for n in sizes}
     for r in range(repeats + 1):
         for n in sizes:
-            if evict is not None:
-                evict.run(1)
-            ms = fwd.run(n)
+            ms = fwd.run(n, before=step)
             if r:
                 times[n].append(ms)
     return {n: Timing(statistics.median(t), min(t), max(t), len(t)) for n, t in times.items()}

@@ -169,12 +169,15 @@ def formulas_in(text: str) -> list:
     for m in _SPAN.finditer(normalize(text)):
         for part in m.group(0).split("="):
             part = part.strip(" .,;:")
-            # a formula holds an operator beyond + and - (or a series), or sums two variables ("W + N + G"); a bare
-            # number is not one, nor "K + 1" (prose says "the K + 1 positions" without writing a formula)
+            # a formula holds an operator beyond + and - (or a series), or adds or subtracts two variables
+            # ("W + N + G"); a bare number is not one, nor "K + 1" (prose says "the K + 1 positions"), nor two
+            # operands apart with nothing between them ("a K of 4": the article a, not a times K)
             if len(part) < 3:
                 continue
             f = compile_formula(part)
-            if f is not None and (re.search(r"[\^/*(]|\.\.\.", part) or len(variables(f)) >= 2):
+            if f is not None and (re.search(r"[\^/*(]|\.\.\.", part) or (
+                    len(variables(f)) >= 2 and re.search(r"[+-]", part)
+                    and not re.search(r"[A-Za-z0-9)]\s+[A-Za-z0-9(]", part))):
                 found.append(f)
     return found
 
