@@ -76,7 +76,8 @@ st.markdown(
     "(the last row of the table for this app's token draft). The weights column is at the weight dtype chosen "
     "above, the KV columns at the KV-cache dtype; for this app's models it counts the weights as loaded (the packed "
     "linear layers included, the tied embedding once; the draft's row only its own layer and head, its embedding "
-    "being the target's).")
+    "being the target's). Each weight counts once: where this CPU keeps a second, plain copy for few-row steps "
+    "(`specviz/packed.py`), that copy is memory but not a second read per step.")
 
 st.subheader("2 · The roofline: when decode stops being memory-bound")
 if st.button("Measure this CPU (bandwidth and matmul throughput, a few seconds)", key="sv_measure_cpu"):
