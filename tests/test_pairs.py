@@ -118,12 +118,18 @@ def test_too_big_for_memory_is_refused_from_the_header_alone(folders, tmp_path, 
     assert "float32" in str(e.value)
 
 
-def test_on_a_gpu_the_check_uses_its_free_memory_and_bf16(folders, monkeypatch):
-    """The GPU path, run on a CPU: bf16 on CUDA (half of fp32's bytes) against torch.cuda.mem_get_info."""
+def test_on_a_gpu_the_check_uses_its_free_memory_and_fp32_unless_bf16_is_asked(folders, monkeypatch):
+    """The GPU path, run on a CPU: fp32 on CUDA (exact, as on the CPU) against torch.cuda.mem_get_info; with
+    SPECVIZ_DTYPE=bf16 half of fp32's bytes, so a model that fits only in bf16 loads then."""
     t = M.inspect_folder(folders["target"])
     free = int(2 * t.params / 0.8) + 8  # just enough for bf16, not for fp32
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (free, 10 * free))
     assert M.available_memory(torch.device("cuda")) == free
+    monkeypatch.delenv("SPECVIZ_DTYPE", raising=False)
+    assert M.pick_dtype(torch.device("cuda")) == torch.float32 and M.pick_dtype(torch.device("cpu")) == torch.float32
+    with pytest.raises(SpecVizError, match="GPU memory in float32.*SPECVIZ_DTYPE=bf16"):
+        M.check_fits([t], torch.device("cuda"))
+    monkeypatch.setenv("SPECVIZ_DTYPE", "bf16")
     assert M.pick_dtype(torch.device("cuda")) == torch.bfloat16 and M.pick_dtype(torch.device("cpu")) == torch.float32
     M.check_fits([t], torch.device("cuda"))
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (free // 2, 10 * free))

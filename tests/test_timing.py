@@ -4,7 +4,7 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from specviz.labs.timing import Forward, Timing, draft_step_ms, forward_ms, time_forwards
+from specviz.labs.timing import Forward, Timing, draft_step_ms, forward_ms, settled, time_forwards
 
 
 @pytest.fixture(scope="module")
@@ -51,3 +51,18 @@ def test_a_draft_step_is_timed_right_after_a_target_step(small):
             h.remove()
     # both contexts cached first, then one untimed round and 2 timed ones, each draft step after a target step
     assert order == ["draft", "target"] + ["target", "draft"] * 3
+
+
+def test_the_timer_waits_for_a_cuda_device_and_not_for_the_cpu(monkeypatch):
+    """A CUDA forward returns once its kernels are queued: the timer synchronises that device before reading the
+    clock (an H100 run timed launch time only without it), and never touches CUDA for CPU tensors."""
+    calls = []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: calls.append(device))
+
+    class OnGPU:  # a stand-in for a CUDA tensor: only its device is read
+        device = torch.device("cuda", 0)
+
+    settled(torch.zeros(1))
+    assert calls == []
+    settled(OnGPU())
+    assert calls == [torch.device("cuda", 0)]

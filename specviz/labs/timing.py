@@ -33,6 +33,14 @@ def context_ids(context: int | list[int], batch: int) -> torch.Tensor:
     return torch.tensor([list(context)] * batch)
 
 
+def settled(x: torch.Tensor) -> float:
+    """perf_counter() once the device holding x has finished its queued work: a CUDA forward returns when its
+    kernels are queued, not when they have run, so an unsynchronised timer would read launch time only."""
+    if x.device.type == "cuda":
+        torch.cuda.synchronize(x.device)
+    return time.perf_counter()
+
+
 class Forward:
     """One model with its context cached once; run(n) times a forward of n new tokens on it and crops the
     cache back, so every size is measured on the same cached context."""
@@ -53,14 +61,14 @@ class Forward:
             h, _ = m(self.ids, states, cache)
             if before is not None:
                 before()
-            t0 = time.perf_counter()
+            t0 = settled(self.ids)
             m.head(m(new, h[:, -1:].expand(-1, n, -1), cache)[0])
-            return 1000 * (time.perf_counter() - t0)
+            return 1000 * (settled(self.ids) - t0)
         if before is not None:
             before()
-        t0 = time.perf_counter()
+        t0 = settled(self.ids)
         self.model(input_ids=new, past_key_values=self.cache, use_cache=True, logits_to_keep=n)
-        ms = 1000 * (time.perf_counter() - t0)
+        ms = 1000 * (settled(self.ids) - t0)
         self.cache.crop(-n)  # transformers 5: crop(-m) drops the last m tokens
         return ms
 

@@ -1,6 +1,8 @@
 """Where the models run: the device (CUDA, else MPS, else CPU), its dtype, and the memory free for weights there."""
 from __future__ import annotations
 
+import os
+
 import torch
 
 from specviz.errors import SpecVizError
@@ -24,10 +26,15 @@ def mps_available() -> bool:
 
 
 def pick_dtype(device: torch.device) -> torch.dtype:
-    # fp32 on CPU keeps our decoding bit-comparable with transformers' generate(); bf16 on a CUDA GPU
-    # halves the bytes each decode step reads, which is what decode speed is bound by. MPS stays fp32: its bf16
-    # support depends on the macOS version, and nobody here has run it (the Apple path is untested).
-    return torch.bfloat16 if device.type == "cuda" else torch.float32
+    # fp32 everywhere by default: it keeps our decoding bit-comparable with transformers' generate() and every
+    # greedy speculative run token-identical to plain greedy. On an H100 (2026-11-26, docs/performance.md) bf16 broke
+    # that (both EAGLE-2 trees differed from plain greedy within 3 prompts x 32 tokens: a pass over n positions rounds
+    # differently from a one-token step) and bought nothing for a small model, whose decode there is bound by kernel
+    # launches, not bytes. SPECVIZ_DTYPE=bf16 halves a big model's weights on a CUDA GPU, outputs no longer exact.
+    # MPS stays fp32: its bf16 support depends on the macOS version, and nobody here has run it.
+    if device.type == "cuda" and os.environ.get("SPECVIZ_DTYPE", "").lower() in ("bf16", "bfloat16"):
+        return torch.bfloat16
+    return torch.float32
 
 
 def available_memory(device: torch.device) -> int:

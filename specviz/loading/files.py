@@ -163,4 +163,6 @@ def check_fits(models: list[ModelFiles], device: torch.device) -> None:
         raise SpecVizError(
             f"{what if len(models) > 1 else short_name(models[0].path.name or models[0].name, 60)} needs about "
             f"{gib(needed)} of {where} in {str(dtype).removeprefix('torch.')}; {gib(available)} is free and the "
-            "weights may take at most 80 % of it: pick a smaller model.")
+            "weights may take at most 80 % of it: pick a smaller model"
+            + (", or set SPECVIZ_DTYPE=bf16 (half the bytes; greedy outputs no longer exact)."
+               if device.type == "cuda" and dtype == torch.float32 else "."))
