@@ -69,6 +69,7 @@ class Stepper:
         self.passes += 1
         return out.logits[0, -keep:].float()
 
+    @torch.inference_mode()  # the cache's tensors are inference tensors: moved in place only inside it
     def keep_slots(self, slots: list[int]) -> None:
         """Keep only these cache entries, in this order (a tree's accepted path after its context): every
         layer's keys and values gathered along the sequence axis, the rest dropped. Each kept entry was
@@ -76,10 +77,16 @@ class Stepper:
         now holds, so the cache equals a fresh prefill of the accepted prefix."""
         if self.cache is None:
             return
+        keep = len(slots)
+        # the context's slots stay where they are: move only the path's entries, in place, then cut the rest
+        # (a gather of every slot copied the whole cache each cycle, 1.5 ms of a 50 ms cycle at 64 tokens)
+        start = next((i for i, s in enumerate(slots) if s != i), keep)
         for layer in self.cache.layers:
-            index = torch.tensor(slots, device=layer.keys.device)
-            layer.keys = layer.keys.index_select(-2, index)
-            layer.values = layer.values.index_select(-2, index)
+            if start < keep:
+                index = torch.tensor(slots[start:], device=layer.keys.device)
+                layer.keys[..., start:keep, :] = layer.keys.index_select(-2, index)
+                layer.values[..., start:keep, :] = layer.values.index_select(-2, index)
+            layer.keys, layer.values = layer.keys[..., :keep, :], layer.values[..., :keep, :]
 
     def crop(self, n: int) -> None:
         # transformers 5: crop(-m) removes the last m tokens (a positive size is refused)
