@@ -63,11 +63,11 @@ def quoted(text: str) -> str:
     return html.escape(text).translate(_MARKDOWN)
 
 
-def highlighted(text: str, grade: G.Grade, made: list[bool]) -> str:
+def highlighted(text: str, grade: G.Grade, made: list[bool], marked=None) -> str:
     """The learner's answer as HTML (escaped), each made point's evidence marked in that point's colour with its
-    number; overlapping evidence keeps the first point's mark."""
+    number; overlapping evidence keeps the first point's mark. marked: marks(grade, made), when already known."""
     out, at = [], 0
-    for (a, b), n in marks(grade, made):
+    for (a, b), n in marks(grade, made) if marked is None else marked:
         out.append(html.escape(text[at:a]))
         out.append(f'<mark style="background:{COLOURS[n % len(COLOURS)]}" title="point {n + 1}">'
                    f'{html.escape(text[a:b])}<sup>{n + 1}</sup></mark>')
@@ -84,9 +84,10 @@ def show(text: str, grade: G.Grade, key: str, page: str = "", reference: str = "
         made.append(p.made != flip)
     st.markdown(f"**Your answer, graded** — {sum(made)} of {len(made)} points "
                 f"({round(100 * sum(made) / max(1, len(made)))} %)")
-    st.markdown(f'<div class="sv-graded" style="line-height:1.7">{highlighted(text, grade, made)}</div>',
+    marked = marks(grade, made)
+    st.markdown(f'<div class="sv-graded" style="line-height:1.7">{highlighted(text, grade, made, marked)}</div>',
                 unsafe_allow_html=True)
-    shown = {n for _, n in marks(grade, made)}
+    shown = {n for _, n in marked}
     for n, p in enumerate(grade.points):
         c1, c2 = st.columns([6, 2], vertical_alignment="center")
         over = st.session_state.get(f"{key}_over_{n}", False)

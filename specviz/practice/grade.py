@@ -197,6 +197,11 @@ def _pieces(text: str, start: int, end: int, cut: re.Pattern) -> list[tuple[int,
     return [(a, b) for a, b in out if b > a]
 
 
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each sentence of `text`, cut where the grader cuts sentences (also the reader's trainer)."""
+    return _pieces(text, 0, len(text), _SENTENCE_END)
+
+
 def clauses(answer: str) -> list[tuple[int, int]]:
     """(start, end) spans of the answer to judge: each sentence (and each whole sentence through its dashes and
     semicolons), each clause of a long sentence, and each pair of neighbouring clauses (a point is sometimes made
@@ -301,7 +306,7 @@ def numeric_check(point: str, clause: str, answer: str) -> bool | None:
         env = {**F.SAMPLES[0], **params, **F.assignments(answer)}
         numbers = [float(x) for x in F.numbers_in(answer) if re.fullmatch(r"-?\d+(?:\.\d+)?", x)]
         # the sentences that state the result: a formula there is the one the answer gives it by
-        giving = [answer[a:b] for a, b in _pieces(answer, 0, len(answer), _SENTENCE_END)
+        giving = [answer[a:b] for a, b in sentence_spans(answer)
                   if any(F.matches(x, r) for x in F.numbers_in(answer[a:b]) for r in results)]
         by = [f for s in giving for f in F.formulas_in(s)]
         # a right number from a wrong formula does not earn the point: a formula in the clause must give the

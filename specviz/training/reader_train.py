@@ -54,7 +54,7 @@ def flips(point: str, most: int = 3) -> list[str]:
 
 def _sentences(text: str) -> list[str]:
     text = re.sub(r"\s+", " ", str(text or "")).strip()
-    return [text[a:b] for a, b in G._pieces(text, 0, len(text), G._SENTENCE_END) if len(text[a:b].split()) >= 4]
+    return [text[a:b] for a, b in G.sentence_spans(text) if len(text[a:b].split()) >= 4]
 
 
 def pairs(rows, cards: dict, enc, weights, seed: int = 0) -> list[tuple[str, str, float]]:
