@@ -1,6 +1,8 @@
 """Tree speculation on the embedded model: greedy output token-identical to plain greedy for several tree
 shapes, budgets and depths (EAGLE-2 dynamic trees, static trees from chain drafters), and the trace holds
 what a viewer needs (mask, position ids, the path, cache lengths before/after the gather)."""
+import math
+
 import pytest
 
 from conftest import chat
@@ -53,3 +55,35 @@ def test_eagle2_tree_sampling_runs_and_stays_consistent(models, reference):
     for e in events:
         tried = [n for n in e.nodes if n.verdict != "not reached"]
         assert all(n.u is not None for n in tried)
+
+
+@pytest.mark.parametrize("budget,depth", [(2, 2), (4, 3), (5, 4)])
+def test_eagle2_under_its_top_k_expands_only_its_budget_and_drafts_the_same_tree(models, budget, depth):
+    """A budget under top_k (6) expands at most `budget` nodes per depth; the tree is the same as the best `budget`
+    of the full top_k expansion (ranked by value, shallower first on ties: best_subtree), what a larger budget
+    drafts and tree sizing reads off its record."""
+    from specviz.drafters.eagle2 import best_subtree
+    from specviz.engine.speculative import prefill_states
+    from specviz.stepper import Stepper
+
+    ids = chat(models.tokenizer, PROMPT)
+
+    def drafted(b):
+        drafter, rows = make_drafter("eagle2", models), []
+        expand = drafter.expand
+        drafter.expand = lambda nodes, *a: rows.append(len(nodes)) or expand(nodes, *a)
+        prefill_states(Stepper(models.target, read_layers=drafter.read_layers), drafter, ids)
+        before = drafter.passes
+        tree = drafter.propose_tree(ids, b, depth, SamplingConfig(), None)
+        return tree, drafter.passes - before, rows
+
+    small, passes, rows = drafted(budget)
+    large, _, rows_large = drafted(64)
+    assert passes == depth  # the context, then one expansion per further depth
+    assert rows == [min(6, budget)] * (depth - 1) and rows_large == [6] * (depth - 1)
+    assert len(small) == budget and max(small.depths) <= depth
+    value, out = [], []
+    for t, a, q in zip(large.tokens, large.parents, large.q_token):  # EAGLE-2's value: log q summed down the path
+        value.append((value[a] if a >= 0 else 0.0) + math.log(q))
+    ref = best_subtree(list(large.tokens), list(large.parents), value, list(large.q_token), budget)
+    assert (small.tokens, small.parents) == (ref.tokens, ref.parents)

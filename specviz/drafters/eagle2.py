@@ -4,7 +4,7 @@ Draft Trees") from the shipped feature draft (feature.py).
 A node's value is its cumulative draft probability (the product of q along its root-to-node path), which
 the EAGLE-2 paper finds tracks its chance of being accepted. Drafting, depth by depth:
 
-  expand   the top_k nodes of the newest depth by value are run through the draft in ONE forward (a tree
+  expand   the top_k nodes of the newest depth by value (at most `budget`) go through the draft in ONE forward (a tree
            mask: each sees the context and its own ancestors in the draft's cache), each giving top_k
            children: top_k * top_k candidates at the next depth;
   rerank   after `depth` levels every candidate is ranked by value and the best `budget` kept (a child's
@@ -59,7 +59,10 @@ class Eagle2Drafter(FeatureDrafter):
                         value.append((value[f] if f >= 0 else 0.0) + math.log(qx))
             if d == depth or not newest:
                 break
-            frontier = sorted(newest, key=lambda i: -value[i])[:k]
+            # at most `budget` of a depth's nodes can be kept (a kept node's depth-mates of higher value are kept
+            # too, and a child never outranks its parent), so expanding more than that only feeds nodes the
+            # rerank would drop: the same tree for less work when budget < top_k (a tree sized for a CPU)
+            frontier = sorted(newest, key=lambda i: -value[i])[:min(k, budget)]
             for f, h in zip(frontier, self.expand(frontier, tokens, parents, h_of, slot_of, n)):
                 h_of[f] = h
         return best_subtree(tokens, parents, value, q_tok, budget)
