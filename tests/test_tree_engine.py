@@ -82,8 +82,8 @@ def test_eagle2_under_its_top_k_expands_only_its_budget_and_drafts_the_same_tree
     assert passes == depth  # the context, then one expansion per further depth
     assert rows == [min(6, budget)] * (depth - 1) and rows_large == [6] * (depth - 1)
     assert len(small) == budget and max(small.depths) <= depth
-    value, out = [], []
-    for t, a, q in zip(large.tokens, large.parents, large.q_token):  # EAGLE-2's value: log q summed down the path
+    value = []
+    for a, q in zip(large.parents, large.q_token):  # EAGLE-2's value: log q summed down the path
         value.append((value[a] if a >= 0 else 0.0) + math.log(q))
     ref = best_subtree(list(large.tokens), list(large.parents), value, list(large.q_token), budget)
     assert (small.tokens, small.parents) == (ref.tokens, ref.parents)
