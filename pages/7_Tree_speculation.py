@@ -243,8 +243,9 @@ if sized:
                 "runs fall below the curve twice over: their tokens per pass differ from the estimate (a few dozen "
                 "recorded cycles, and each run decodes its own contexts), and each cycle also pays the loop's own "
                 "Python, which the expectation leaves out. The curve's job is the choice: the sized tree beside the "
-                "default one and plain greedy says whether it paid. On a GPU, where v(n) is flat up to tens of "
-                "positions, the same rule picks a far larger tree.")
+                "default one and plain greedy says whether it paid. On an H100 (measured once, docs/performance.md) "
+                "v(n) was flat up to 65 positions, yet the rule chose a wide, shallow tree, N = 3, depth 1: eager "
+                "PyTorch there is bound by kernel launches, and one draft pass cost more than a target step.")
 
 
 # ---------------------------------------------------------------- the tree chi-square on the real model
