@@ -8,6 +8,9 @@ is missing. It sits in the shared core, below the drafters and the engine that b
 from __future__ import annotations
 
 import torch
+from transformers.cache_utils import DynamicLayer
+
+from specviz.errors import SpecVizError
 
 
 class Stepper:
@@ -81,9 +84,14 @@ class Stepper:
         # the context's slots stay where they are: move only the path's entries, in place, then cut the rest
         # (a gather of every slot copied the whole cache each cycle, 1.5 ms of a 50 ms cycle at 64 tokens)
         start = next((i for i, s in enumerate(slots) if s != i), keep)
+        if any(type(layer) is not DynamicLayer for layer in self.cache.layers):
+            # a sliding-window or quantized layer keeps its own length and drops old slots: these indices would
+            # point at the wrong entries
+            raise SpecVizError("Token trees and lookahead need a model whose every layer attends to the whole "
+                               "context; this one has sliding-window (or quantized) cache layers.")
+        index = torch.tensor(slots[start:], device=self.cache.layers[0].keys.device) if start < keep else None
         for layer in self.cache.layers:
-            if start < keep:
-                index = torch.tensor(slots[start:], device=layer.keys.device)
+            if index is not None:
                 layer.keys[..., start:keep, :] = layer.keys.index_select(-2, index)
                 layer.values[..., start:keep, :] = layer.values.index_select(-2, index)
             layer.keys, layer.values = layer.keys[..., :keep, :], layer.values[..., :keep, :]

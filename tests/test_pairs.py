@@ -135,6 +135,9 @@ def test_on_a_gpu_the_check_uses_its_free_memory_and_fp32_unless_bf16_is_asked(f
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (free // 2, 10 * free))
     with pytest.raises(SpecVizError, match="GPU memory in bfloat16"):
         M.check_fits([t], torch.device("cuda"))
+    monkeypatch.setenv("SPECVIZ_DTYPE", "fp16")  # a typo or an unsupported type: one sentence, not fp32 silently
+    with pytest.raises(SpecVizError, match="SPECVIZ_DTYPE must be fp32 or bf16"):
+        M.pick_dtype(torch.device("cuda"))
 
 
 def test_device_choice(monkeypatch):

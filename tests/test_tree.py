@@ -90,3 +90,17 @@ def test_the_cache_after_the_gather_equals_a_fresh_prefill_of_the_accepted_prefi
     # and decoding goes on from it as from the fresh prefill
     nxt = step.logits(accepted + [42], 1)
     torch.testing.assert_close(nxt, fresh.logits(accepted + [42], 1), atol=2e-3, rtol=1e-3)
+
+
+def test_keeping_a_path_refuses_a_sliding_window_cache_in_one_sentence():
+    """A sliding-window layer keeps its own length and drops old slots, so slot indices would point at the wrong
+    entries: a user's model with such layers gets a sentence in a tree or lookahead run, not a wrong cache."""
+    from transformers.cache_utils import DynamicCache, DynamicSlidingWindowLayer
+
+    from specviz.errors import SpecVizError
+
+    stepper = Stepper(model=None)
+    stepper.cache = DynamicCache()
+    stepper.cache.layers = [DynamicSlidingWindowLayer(sliding_window=4)]
+    with pytest.raises(SpecVizError, match="whole context"):
+        stepper.keep_slots([0, 1, 3])

@@ -6,7 +6,7 @@ the EAGLE-2 paper finds tracks its chance of being accepted. Drafting, depth by 
 
   expand   the top_k nodes of the newest depth by value (at most `budget`) go through the draft in ONE forward (a tree
            mask: each sees the context and its own ancestors in the draft's cache), each giving top_k
-           children: top_k * top_k candidates at the next depth;
+           children: min(top_k, budget) * top_k candidates at the next depth;
   rerank   after `depth` levels every candidate is ranked by value and the best `budget` kept (a child's
            value never exceeds its parent's, so the kept set is a tree) for the target's ONE verify pass.
 

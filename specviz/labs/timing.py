@@ -34,10 +34,12 @@ def context_ids(context: int | list[int], batch: int) -> torch.Tensor:
 
 
 def settled(x: torch.Tensor) -> float:
-    """perf_counter() once the device holding x has finished its queued work: a CUDA forward returns when its
+    """perf_counter() once the device holding x has finished its queued work: a CUDA (or MPS) forward returns when its
     kernels are queued, not when they have run, so an unsynchronised timer would read launch time only."""
     if x.device.type == "cuda":
         torch.cuda.synchronize(x.device)
+    elif x.device.type == "mps":
+        torch.mps.synchronize()
     return time.perf_counter()
 
 

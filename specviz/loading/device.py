@@ -32,9 +32,10 @@ def pick_dtype(device: torch.device) -> torch.dtype:
     # differently from a one-token step) and bought nothing for a small model, whose decode there is bound by kernel
     # launches, not bytes. SPECVIZ_DTYPE=bf16 halves a big model's weights on a CUDA GPU, outputs no longer exact.
     # MPS stays fp32: its bf16 support depends on the macOS version, and nobody here has run it.
-    if device.type == "cuda" and os.environ.get("SPECVIZ_DTYPE", "").lower() in ("bf16", "bfloat16"):
-        return torch.bfloat16
-    return torch.float32
+    asked = os.environ.get("SPECVIZ_DTYPE", "").strip().lower()
+    if asked not in ("", "fp32", "float32", "bf16", "bfloat16"):
+        raise SpecVizError(f"SPECVIZ_DTYPE must be fp32 or bf16; got {asked[:20]!r}.")
+    return torch.bfloat16 if device.type == "cuda" and asked in ("bf16", "bfloat16") else torch.float32
 
 
 def available_memory(device: torch.device) -> int:
