@@ -117,6 +117,8 @@ def test_size_and_measure_on_the_embedded_model(sized):
     fig = TS_figure(c, out["measured"])
     assert any(t.name.startswith(f"chosen: N = {c.budget}") for t in fig.data)
     assert sum(t.name.endswith(", measured") for t in fig.data) == 2  # the two trees; plain greedy is a line
+    top = max([row[4] for row in c.curve] + [r["tokens_per_s"] for r in out["measured"]])
+    assert fig.layout.yaxis.range[1] >= 1.1 * top  # room over the highest point for the chosen point's label
 
 
 def test_the_tree_page_sizes_on_its_button(sized, monkeypatch):

@@ -326,7 +326,9 @@ def sized_tree_figure(curve, chosen_budget: int, measured: list[dict]) -> go.Fig
                                      hovertemplate="%{y:.1f} tokens/s measured<extra></extra>"))
     fig.update_layout(title="A tree sized for this machine: expected tokens per second against the budget",
                       xaxis=dict(title="tree budget N (nodes; each at its best depth)"),
-                      yaxis=dict(title="tokens per second", rangemode="tozero"), height=360,
+                      # headroom above the highest point: the chosen point's label sits over it
+                      yaxis=dict(title="tokens per second", range=[0, 1.15 * max(
+                          [row[4] for row in curve] + [row["tokens_per_s"] for row in measured])]), height=360,
                       margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.25))
     return fig
 
