@@ -95,6 +95,9 @@ def test_break_even_and_fit_figures():
     assert list(fig.data[2].x) == [8] and list(fig.data[2].y) == [2.8]
     fit = fit_figure(["a", "other"], [30, 70], [33.0, 67.0], "t")
     assert list(fit.data[0].y) == [30, 70] and list(fit.data[1].y) == [33.0, 67.0]
+    assert fit.layout.yaxis.type != "log" and fit.layout.legend.y >= 1.0  # the legend above the plot, clear of labels
+    tail = fit_figure(["a", "b", "other"], [7600, 60, 40], [7580.0, 70.0, 50.0], "t")
+    assert tail.layout.yaxis.type == "log"  # one big bin and a tail: counts on a log axis, the tail's fit readable
 
 
 def test_mask_columns_stay_readable_with_many_nodes():

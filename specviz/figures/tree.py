@@ -297,7 +297,12 @@ def fit_figure(names: list[str], observed: list[int], expected: list[float], tit
     fig = go.Figure(go.Bar(x=names, y=observed, name="tree speculation (observed)", marker_color=ACCEPTED))
     fig.add_trace(go.Scatter(x=names, y=expected, mode="markers", name="n · p (expected)",
                              marker=dict(symbol="line-ew-open", size=22, color="black", line=dict(width=3))))
-    fig.update_layout(title=title, height=320, margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h"))
+    # a long tail of small bins is unreadable on a linear axis next to one big bin: counts on a log axis then
+    log = max(expected) > 50 * max(min(expected), 1e-9)
+    # the legend sits under the title, above the plot: below it, it collided with long rotated token labels
+    fig.update_layout(title=title, height=340, margin=dict(l=10, r=10, t=70, b=10),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0),
+                      yaxis=dict(type="log", title="count (log scale)") if log else dict(title="count"))
     return fig
 
 
