@@ -532,6 +532,10 @@ def main(argv=None) -> int:
                     help="also spec int8 / int4 K=4 and their bf16-activation twins: the target itself quantized as "
                          "the draft, each with its measured c (on the 2-core machine about 40 s more per prompt and "
                          "repeat at 128 tokens: some 13 minutes at the defaults)")
+    ap.add_argument("--prompts", type=int, default=None, metavar="N",
+                    help="only the first N benchmark prompts (a short run, e.g. on a lent GPU with a time limit)")
+    ap.add_argument("--no-cold", action="store_true", help="skip the cold-load timing (a second conversion of the "
+                                                          "embedded GGUF, ~20 s)")
     ap.add_argument("--only", default="", help="comma-separated parts of row names to run (e.g. 'feature K=4,eagle2'); "
                                                "the greedy rows always run")
     a = ap.parse_args(argv)
@@ -547,11 +551,16 @@ def main(argv=None) -> int:
     if a.seeds < 1:
         print(f"error: --seeds must be at least 1; got {a.seeds}", file=sys.stderr)
         return 2
+    if a.prompts is not None:
+        if not 1 <= a.prompts <= len(prompts):
+            print(f"error: --prompts must be 1..{len(prompts)}; got {a.prompts}", file=sys.stderr)
+            return 2
+        prompts = prompts[:a.prompts]
     kw["seeds"] = a.seeds
     kw["sized_tree"] = a.sized_tree
     kw["quantized"] = a.quantized
     try:
-        res = run_bench(prompts, a.max_new_tokens, a.repeats, ks, device=a.device, cold=not a.quick,
+        res = run_bench(prompts, a.max_new_tokens, a.repeats, ks, device=a.device, cold=not (a.quick or a.no_cold),
                         log=lambda m: print(m, file=sys.stderr, flush=True), **kw)
     except SpecVizError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -117,3 +117,12 @@ def test_confidence_stop_rows_run_token_identical(models):
     _, low = runner(pmin, models)(ids, 20)
     _, high = runner(hf, models)(ids, 20)
     assert low.drafted <= high.drafted  # a higher threshold, never keeping the crossing token, drafts no more
+
+
+@pytest.mark.parametrize("n", ["0", "99"])
+def test_a_prompt_count_out_of_range_is_one_line(n):
+    """--prompts N runs the first N benchmark prompts (a short run on a lent GPU); outside 1..10: one line, exit 2,
+    before any model loads."""
+    res = subprocess.run([sys.executable, "-m", "specviz.bench", "--prompts", n, "--no-cold"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and res.stderr.strip() == f"error: --prompts must be 1..10; got {n}"
