@@ -168,3 +168,13 @@ def test_a_link_carries_the_pair(pair):
     at.run()
     assert not at.exception and "embedded" in in_use(at)
     assert any("cut short" in e for e in errors(at))
+
+
+def test_a_bad_dtype_setting_is_one_line_on_the_page_and_the_sidebar_still_lists_the_cache(pair, monkeypatch):
+    """SPECVIZ_DTYPE=fp16 (not a choice): the page that loads the models says so in one line, never a traceback, and
+    the sidebar's list of the local cache still draws (its fit check falls back to fp32)."""
+    monkeypatch.setenv("SPECVIZ_DTYPE", "fp16")
+    at = app("pages/1_Beam_search.py")
+    assert not at.exception
+    assert any("SPECVIZ" in e.value and "fp32 or bf16" in e.value for e in at.error)
+    assert "org/tiny-target" in " ".join(at.selectbox(key="w_target_pick").options)

@@ -143,6 +143,10 @@ def _catalog(device: str, hub: str) -> list[tuple[str, ModelFiles, tuple | None,
 
     dev = torch.device(device)
     free = available_memory(dev)
+    try:
+        dtype = pick_dtype(dev)
+    except SpecVizError:  # a bad SPECVIZ_DTYPE: the page says so where it loads the models; the list still fits fp32
+        dtype = torch.float32
     out = []
     for hub_id, path in cached_models().items():
         files = inspect_folder(path, hub_id)
@@ -150,7 +154,7 @@ def _catalog(device: str, hub: str) -> list[tuple[str, ModelFiles, tuple | None,
             sig = tokenizer_signature(path)
         except SpecVizError:
             sig = None
-        out.append((hub_id, files, sig, files.needed(pick_dtype(dev)) <= 0.8 * free))
+        out.append((hub_id, files, sig, files.needed(dtype) <= 0.8 * free))
     return out
 
 
