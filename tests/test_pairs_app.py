@@ -173,6 +173,10 @@ def test_a_link_carries_the_pair(pair):
 def test_a_bad_dtype_setting_is_one_line_on_the_page_and_the_sidebar_still_lists_the_cache(pair, monkeypatch):
     """SPECVIZ_DTYPE=fp16 (not a choice): the page that loads the models says so in one line, never a traceback, and
     the sidebar's list of the local cache still draws (its fit check falls back to fp32)."""
+    from ui.sidebar import load_pair, loaded
+
+    load_pair.clear()  # models an earlier test loaded stay cached in this process and would never meet the setting
+    loaded().clear()
     monkeypatch.setenv("SPECVIZ_DTYPE", "fp16")
     at = app("pages/1_Beam_search.py")
     assert not at.exception
