@@ -55,6 +55,21 @@ def test_clauses_are_substrings_and_bounded():
     assert len(G.clauses("word, " * 3000)) <= G.MAX_CLAUSES
 
 
+@pytest.mark.fast
+def test_a_piece_that_asserts_nothing_is_not_a_clause_but_its_sentence_is():
+    """A piece cut from a sentence that stops on a word needing more, or a subordinate clause without its main one,
+    cannot make a point (it earned "emit the target's argmax" for "and at the first mismatch you"); the whole
+    sentence and the pieces that are claims stay."""
+    text = ("So you accept the draft if it's the argmax, and at the first mismatch you, uh, you stop and redraft. "
+            "When the draft is rejected, we keep the drafts before it.")
+    pieces = [text[a:b] for a, b in G.clauses(text)]
+    assert "and at the first mismatch you" not in pieces and "When the draft is rejected" not in pieces
+    assert any(p.startswith("So you accept the draft") and p.endswith("redraft.") for p in pieces)
+    assert "we keep the drafts before it." in pieces and "When the draft is rejected, we keep the drafts before it." \
+        in pieces
+    assert G.dangling("The expected number of tokens per pass is") and not G.dangling("the target verifies all K")
+
+
 @needs_model
 def test_a_paraphrase_earns_the_point_and_the_rubric_words_saying_something_false_do_not():
     card = G.card("what-is-spec")

@@ -188,6 +188,21 @@ _CLAUSE_CUT = re.compile(r":\s+(?=\S)|\s+and\s+(?=[a-z]{3,}\b)|"
                          r"\s+(?=(?:but|whereas|although|otherwise)\b)|,\s+(?=\S+\s+\S+\s+\S+)")
 
 
+# a piece cut out of a sentence that cannot be a claim on its own: it stops on a word that needs more ("The expected
+# number of tokens per pass is", "and at the first mismatch you"), or it is a subordinate clause without its main
+# one ("When draft is rejected"); its sentence and its joined neighbours are still judged
+_DANGLING = re.compile(r"\b(?:is|are|was|were|be|been|you|we|i|they|it|the|a|an|of|to|for|with|by|from|at|in|on|and|"
+                       r"or|that|which|so|then|if|when|as|than|like|its|their|your|our|um|uh)$", re.IGNORECASE)
+_SUBORDINATE = re.compile(r"^(?:and\s+|so\s+)?(?:when|if|once|while|because|since|after|before|until|although|"
+                          r"whenever)\b[^,]*$", re.IGNORECASE)
+
+
+def dangling(piece: str) -> bool:
+    """A piece of a sentence that asserts nothing by itself (see _DANGLING)."""
+    piece = piece.strip()
+    return bool(_DANGLING.search(piece) or _SUBORDINATE.match(piece))
+
+
 def _pieces(text: str, start: int, end: int, cut: re.Pattern) -> list[tuple[int, int]]:
     out, i = [], start
     for m in cut.finditer(text, start, end):
@@ -215,12 +230,14 @@ def clauses(answer: str) -> list[tuple[int, int]]:
             parts += cut
             pairs += [(cut[i][0], cut[i + 1][1]) for i in range(len(cut) - 1)]
     # past MAX_CLAUSES a long answer loses its joined pairs first, then its parts, never a sentence
-    seen, out = set(), []
-    for a, b in sentences + whole + parts + pairs:
+    seen, out, cut_out = set(), [], len(sentences) + len(whole)
+    for n, (a, b) in enumerate(sentences + whole + parts + pairs):
         while a < b and answer[a] in " ,.;:-–—\n\t\"'":
             a += 1
         while b > a and answer[b - 1] in " ,;:-–—\n\t\"'":
             b -= 1
+        if n >= cut_out and dangling(answer[a:b]):
+            continue
         if b > a and (a, b) not in seen and len(answer[a:b].split()) >= MIN_WORDS:
             seen.add((a, b))
             out.append((a, b))
