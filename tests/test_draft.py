@@ -123,6 +123,27 @@ def test_fresh_subjects_are_new_and_never_held_out():
     assert features_path(Path("w/fresh.pt")) == Path("w/fresh_feats.pt")
 
 
+@pytest.mark.fast
+def test_broad_jobs_add_shapes_and_replay_but_never_hold_out():
+    """The second broadening stage: the shapes over 70 fresh subjects (the first stage's 40 among them), the
+    original templates over 20 more fresh subjects and over 50 subjects the shipped drafts were trained on (replay);
+    no held-out subject or template, one answer each, reproducible from the seed."""
+    from specviz.prompting import HELD_OUT, HELD_OUT_SHAPES, SHAPES, TASKS
+    from specviz.training.data import broad_jobs, shape_jobs, training_jobs
+
+    jobs = broad_jobs(0, [0.0, 0.7, 1.0])
+    assert jobs == broad_jobs(0, [0.0, 0.7, 1.0]) and len(jobs) == 70 * len(SHAPES) + 70 * len(TASKS)
+    assert len({p for p, _ in jobs}) == len(jobs) and {t for _, t in jobs} == {0.0, 0.7, 1.0}
+    text = lambda p: " ".join(p) if isinstance(p, tuple) else p  # noqa: E731
+    assert not [p for p, _ in jobs if any(h.lower() in text(p).lower() for h in HELD_OUT)]
+    held_stems = {text(tuple(t) if isinstance(t, list) else t).split("{s}")[0] for t in HELD_OUT_SHAPES}
+    assert not [p for p, _ in jobs if any(text(p).startswith(s) for s in held_stems)]
+    first_stage = {p for p, _ in shape_jobs(0, [0.0])}
+    assert len(first_stage - {p for p, _ in jobs}) == 20 * len(TASKS)  # its 40 subjects' shapes are all here
+    replayed = {p for p, _ in jobs} & {p for p, _ in training_jobs(0, [0.0], 1, 10_000)}
+    assert len(replayed) == 50 * len(TASKS)
+
+
 def test_shape_jobs_hold_out_templates_and_subjects(embedded):
     """The broadening stage (issue #48.4) trains on other prompt shapes, conversations among them, and never on a
     held-out template or subject: the "shapes" evaluation set is new templates AND new subjects. A conversation

@@ -41,7 +41,8 @@ from specviz.drafters.medusa import load as load_medusa
 from specviz.loading import REPO_ROOT, load_target
 from specviz.training import feature, medusa, token
 from specviz.prompting import EXTRA_SUBJECTS, MORE_SUBJECTS
-from specviz.training.data import cached_data, features_path, fresh_jobs, head_subset, shape_jobs, training_jobs
+from specviz.training.data import (broad_jobs, cached_data, features_path, fresh_jobs, head_subset, shape_jobs,
+                                   training_jobs)
 from specviz.training.evaluate import evaluate, evaluation_prompts
 from specviz.training.export import export
 from specviz.training.train import train
@@ -92,10 +93,12 @@ def add_train_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--resume", default=None, metavar="DIR",
                     help="feature draft: fine-tune this trained feature draft instead of starting from the token "
                          "draft; its config keeps its own recipe under \"train\" and adds this run as \"fine_tune\"")
-    ap.add_argument("--subjects", choices=["default", "fresh", "shapes"], default="default",
+    ap.add_argument("--subjects", choices=["default", "fresh", "shapes", "broad"], default="default",
                     help="fresh: answers to the fresh subject list only (prompts no shipped draft was trained on), "
                          "--answers-per-prompt each; shapes: the other prompt shapes (conversations, code, "
-                         "constraints) over fresh subjects, with the original templates over 20 more")
+                         "constraints) over fresh subjects, with the original templates over 20 more; broad: the "
+                         "shapes over 70 fresh subjects, the original templates over 20 more and over 50 training "
+                         "subjects (replayed so the old shapes are kept)")
 
 
 def add_eval_args(ap: argparse.ArgumentParser) -> None:
@@ -201,6 +204,7 @@ def run_train(a: argparse.Namespace) -> int:
         raise SystemExit("error: --resume fine-tunes a feature draft (--kind feature).")
     jobs = {"fresh": lambda: fresh_jobs(a.seed, temps, a.answers_per_prompt)[:a.prompts or None],
             "shapes": lambda: shape_jobs(a.seed, temps)[:a.prompts or None],
+            "broad": lambda: broad_jobs(a.seed, temps)[:a.prompts or None],
             "default": lambda: training_jobs(a.seed, temps, a.answers_per_prompt, a.extra_subjects, a.prompts),
             }[a.subjects]()
     records = cached_data(data_path, jobs, tok, a.max_new_tokens, a.topk, a.gen_batch, a.seed, a.regenerate, log)

@@ -57,6 +57,18 @@ def shape_jobs(seed: int, temps, shape_subjects: int = 40, replay_subjects: int 
     return data_jobs(jobs, temps, 1)
 
 
+def broad_jobs(seed: int, temps, shape_subjects: int = 70, fresh_tasks: int = 20, replay_subjects: int = 50):
+    """(prompt, temperature) for the second broadening stage (issue #48.4): the SHAPES templates over the first
+    `shape_subjects` fresh subjects (the first stage used 40), the original TASKS over the next `fresh_tasks`,
+    and the TASKS over the last `replay_subjects` of the third training list, so the draft keeps what it had on
+    the shapes it was trained on; one answer each, shuffled together. Held-out subjects and shapes never enter."""
+    fresh = FRESH_SUBJECTS[:shape_subjects + fresh_tasks]
+    jobs = (prompts(fresh[:shape_subjects], SHAPES) + prompts(fresh[shape_subjects:])
+            + prompts(MORE_SUBJECTS[-replay_subjects:] if replay_subjects else []))
+    random.Random(seed + 5).shuffle(jobs)
+    return data_jobs(jobs, temps, 1)
+
+
 def features_path(data: pathlib.Path) -> pathlib.Path:
     """Where the target states of a data cache are cached: feats.pt beside the main data.pt (as it always was),
     <name>_feats.pt beside any other, so two data sets never overwrite each other's states."""
