@@ -68,6 +68,7 @@ def test_a_piece_that_asserts_nothing_is_not_a_clause_but_its_sentence_is():
     assert "we keep the drafts before it." in pieces and "When the draft is rejected, we keep the drafts before it." \
         in pieces
     assert G.dangling("The expected number of tokens per pass is") and not G.dangling("the target verifies all K")
+    assert not G.dangling("Because of this rule the output distribution is exactly the target's")  # a claim
 
 
 @needs_model

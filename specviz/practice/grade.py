@@ -189,12 +189,13 @@ _CLAUSE_CUT = re.compile(r":\s+(?=\S)|\s+and\s+(?=[a-z]{3,}\b)|"
 
 
 # a piece cut out of a sentence that cannot be a claim on its own: it stops on a word that needs more ("The expected
-# number of tokens per pass is", "and at the first mismatch you"), or it is a subordinate clause without its main
-# one ("When draft is rejected"); its sentence and its joined neighbours are still judged
+# number of tokens per pass is", "and at the first mismatch you"), or it is a condition or a time without its main
+# clause ("When draft is rejected"); its sentence and its joined neighbours are still judged
 _DANGLING = re.compile(r"\b(?:is|are|was|were|be|been|you|we|i|they|it|the|a|an|of|to|for|with|by|from|at|in|on|and|"
                        r"or|that|which|so|then|if|when|as|than|like|its|their|your|our|um|uh)$", re.IGNORECASE)
-_SUBORDINATE = re.compile(r"^(?:and\s+|so\s+)?(?:when|if|once|while|because|since|after|before|until|although|"
-                          r"whenever)\b[^,]*$", re.IGNORECASE)
+# only a condition or a time suspends what its clause says: "Because of this rule the output is exactly the
+# target's" asserts it (a "because", "since" or "although" clause is a claim, a "when" or "if" clause is not)
+_SUBORDINATE = re.compile(r"^(?:and\s+|so\s+)?(?:when|whenever|if|once|after|before|until)\b[^,]*$", re.IGNORECASE)
 
 
 def dangling(piece: str) -> bool:
