@@ -51,21 +51,20 @@ def shape_jobs(seed: int, temps, shape_subjects: int = 40, replay_subjects: int 
     `shape_subjects` fresh subjects, plus the original TASKS over the next `replay_subjects` (the shipped
     draft's own kind of prompt, so a fine-tune on new shapes does not forget the old ones; its first data
     cache is not on every machine), one answer each, shuffled together."""
-    jobs = (prompts(FRESH_SUBJECTS[:shape_subjects], SHAPES)
-            + prompts(FRESH_SUBJECTS[shape_subjects:shape_subjects + replay_subjects]))
-    random.Random(seed + 4).shuffle(jobs)
-    return data_jobs(jobs, temps, 1)
+    return broad_jobs(seed, temps, shape_subjects, replay_subjects, replay_subjects=0, shuffle=4)
 
 
-def broad_jobs(seed: int, temps, shape_subjects: int = 70, fresh_tasks: int = 20, replay_subjects: int = 50):
+def broad_jobs(seed: int, temps, shape_subjects: int = 70, fresh_tasks: int = 20, replay_subjects: int = 50,
+               shuffle: int = 5):
     """(prompt, temperature) for the second broadening stage (issue #48.4): the SHAPES templates over the first
     `shape_subjects` fresh subjects (the first stage used 40), the original TASKS over the next `fresh_tasks`,
     and the TASKS over the last `replay_subjects` of the third training list, so the draft keeps what it had on
-    the shapes it was trained on; one answer each, shuffled together. Held-out subjects and shapes never enter."""
+    the shapes it was trained on; one answer each, shuffled together (seed + `shuffle`). Held-out subjects and
+    shapes never enter."""
     fresh = FRESH_SUBJECTS[:shape_subjects + fresh_tasks]
     jobs = (prompts(fresh[:shape_subjects], SHAPES) + prompts(fresh[shape_subjects:])
             + prompts(MORE_SUBJECTS[-replay_subjects:] if replay_subjects else []))
-    random.Random(seed + 5).shuffle(jobs)
+    random.Random(seed + shuffle).shuffle(jobs)
     return data_jobs(jobs, temps, 1)
 
 
