@@ -129,7 +129,7 @@ def test_broad_jobs_add_shapes_and_replay_but_never_hold_out():
     original templates over 20 more fresh subjects and over 50 subjects the shipped drafts were trained on (replay);
     no held-out subject or template, one answer each, reproducible from the seed."""
     from specviz.prompting import HELD_OUT, HELD_OUT_SHAPES, SHAPES, TASKS
-    from specviz.training.data import broad_jobs, shape_jobs, training_jobs
+    from specviz.training.data import all_jobs, broad_jobs, shape_jobs, training_jobs
 
     jobs = broad_jobs(0, [0.0, 0.7, 1.0])
     assert jobs == broad_jobs(0, [0.0, 0.7, 1.0]) and len(jobs) == 70 * len(SHAPES) + 70 * len(TASKS)
@@ -142,6 +142,12 @@ def test_broad_jobs_add_shapes_and_replay_but_never_hold_out():
     assert len(first_stage - {p for p, _ in jobs}) == 20 * len(TASKS)  # its 40 subjects' shapes are all here
     replayed = {p for p, _ in jobs} & {p for p, _ in training_jobs(0, [0.0], 1, 10_000)}
     assert len(replayed) == 50 * len(TASKS)
+    # the main recipe with the shapes in it: the main lists first (their cache stays a prefix), then no replay
+    temps = [0.0, 0.7, 1.0]
+    main, everything = training_jobs(0, temps, 2, 10_000), all_jobs(0, temps, 2, 10_000)
+    assert everything[:len(main)] == main and everything[len(main):] == broad_jobs(0, temps, replay_subjects=0)
+    assert len(everything) - len(main) == 70 * len(SHAPES) + 20 * len(TASKS)
+    assert not {p for p, _ in everything[len(main):]} & {p for p, _ in main}
 
 
 def test_shape_jobs_hold_out_templates_and_subjects(embedded):

@@ -208,6 +208,35 @@ def test_feature_cache_grows_with_the_data_and_computes_only_new_sequences(tmp_p
     assert computed == [2, 1] and len(fewer) == 1 and len(torch.load(path)) == 3  # the longer cache is kept
 
 
+def test_batched_passes_equal_one_sequence_at_a_time(plain, untrained, monkeypatch):
+    """Training data and the feature draft's loss go through right-padded batches (a GPU's speed); a causal
+    pass never lets a real position see the padding, so each sequence's soft labels, states and loss must be
+    what a pass over it alone gives, up to float rounding, whatever the batch."""
+    from specviz.training import data
+
+    target, tok = plain
+    pairs = [(chat(tok, q), tok.encode(a)) for q, a in
+             [("Hi", " Hello there, friend."), ("Name a river.", " The Danube."), ("Why?", " Because.")]]
+    alone = [r for p in pairs for r in data.soft_labels(target, [p], 8)]
+    monkeypatch.setitem(data.PASS_POSITIONS, "cpu", 10_000)  # all three in one padded pass
+    assert data.pass_batches([len(p) + len(a) for p, a in pairs], "cpu") == [[0, 1, 2]]
+    batched = data.soft_labels(target, pairs, 8)
+    for a, b in zip(alone, batched):
+        assert a["ids"] == b["ids"] and a["start"] == b["start"] and torch.equal(a["top_ids"], b["top_ids"])
+        assert torch.allclose(a["top_logp"].float(), b["top_logp"].float(), atol=2e-3)
+    layers = (10, target.config.num_hidden_layers)
+    states = feature.target_features(target, batched, layers)
+    monkeypatch.setitem(data.PASS_POSITIONS, "cpu", 1)  # one sequence per pass
+    for s, r in zip(states, batched):
+        assert torch.allclose(s.float(), feature.target_features(target, [r], layers)[0].float(), atol=2e-2)
+    last = [s[:, -target.config.hidden_size:] for s in states]  # the untrained draft reads the final states
+    one = [feature.batch_loss(untrained, [r], [s]) for r, s in zip(batched, last)]
+    loss, n = feature.batch_loss(untrained, batched, last)
+    assert n == sum(m for _, m in one) == sum(len(a) for _, a in pairs)
+    assert float(loss.detach()) == pytest.approx(sum(float(x.detach()) for x, _ in one), rel=1e-4)
+    assert data.pass_batches([5, 5, 9, 2], "cpu") == [[0], [1], [2], [3]]
+
+
 def test_compare_drafters_interleaves_rounds_and_reports_medians(models):
     """Plain greedy and each drafter run once per round, in turn (so machine noise spreads over all of
     them), and the row's seconds are the median over the rounds."""

@@ -41,8 +41,8 @@ from specviz.drafters.medusa import load as load_medusa
 from specviz.loading import REPO_ROOT, load_target
 from specviz.training import feature, medusa, token
 from specviz.prompting import EXTRA_SUBJECTS, MORE_SUBJECTS
-from specviz.training.data import (broad_jobs, cached_data, features_path, fresh_jobs, head_subset, shape_jobs,
-                                   training_jobs)
+from specviz.training.data import (all_jobs, broad_jobs, cached_data, features_path, fresh_jobs, head_subset,
+                                   shape_jobs, training_jobs)
 from specviz.training.evaluate import evaluate, evaluation_prompts
 from specviz.training.export import export
 from specviz.training.train import train
@@ -93,12 +93,13 @@ def add_train_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--resume", default=None, metavar="DIR",
                     help="feature draft: fine-tune this trained feature draft instead of starting from the token "
                          "draft; its config keeps its own recipe under \"train\" and adds this run as \"fine_tune\"")
-    ap.add_argument("--subjects", choices=["default", "fresh", "shapes", "broad"], default="default",
+    ap.add_argument("--subjects", choices=["default", "fresh", "shapes", "broad", "all"], default="default",
                     help="fresh: answers to the fresh subject list only (prompts no shipped draft was trained on), "
                          "--answers-per-prompt each; shapes: the other prompt shapes (conversations, code, "
                          "constraints) over fresh subjects, with the original templates over 20 more; broad: the "
                          "shapes over 70 fresh subjects, the original templates over 20 more and over 50 training "
-                         "subjects (replayed so the old shapes are kept)")
+                         "subjects (replayed so the old shapes are kept); all: the default lists, then broad's shapes "
+                         "and fresh templates (no replay): the main recipe with the other shapes in it")
 
 
 def add_eval_args(ap: argparse.ArgumentParser) -> None:
@@ -169,7 +170,7 @@ def main(argv=None) -> int:
 
 
 def build_for_training(a, target, tok, records, data_path: pathlib.Path):
-    """(the untrained draft, loss_fn(index) -> (loss, tokens), the draft's config without "train")."""
+    """(the untrained draft, loss_fn(indices) -> (loss, tokens), the draft's config without "train")."""
     if a.kind == "feature":
         last = target.config.num_hidden_layers
         read_layers = [last if x == "last" else int(x) for x in a.read_layers.split(",")]
@@ -183,14 +184,15 @@ def build_for_training(a, target, tok, records, data_path: pathlib.Path):
             meta = {"init_from": "the token draft's layer, norm and head (fc: embedding passed through)",
                     "shares_with_target": ["embed_tokens", "rotary_emb"], "dtype": "bfloat16"}
         states = feature.cached_features(features_path(data_path), records, read_layers, load_target, log)
-        return draft, lambda i: feature.sequence_loss(draft, records[i], states[i], a.unroll), meta
+        return draft, lambda chunk: feature.batch_loss(draft, [records[i] for i in chunk], [states[i] for i in chunk],
+                                                       a.unroll), meta
     init = [int(x) for x in a.init.split(",")]
     head_ids = head_subset(records, a.head_vocab, tok.eos_token_id) if a.head_vocab else None
     draft = token.build(target, a.layers, init, head_ids)
     meta = {"num_hidden_layers": a.layers, "init_from_target_layers": init[:a.layers],
             "shares_with_target": ["embed_tokens", "rotary_emb"] + ([] if a.head_vocab else ["lm_head"]),
             "head_vocab": a.head_vocab or None, "dtype": "bfloat16"}
-    return draft, lambda i: token.sequence_loss(draft, records[i]), meta
+    return draft, lambda chunk: token.batch_loss(draft, [records[i] for i in chunk]), meta
 
 
 def run_train(a: argparse.Namespace) -> int:
@@ -205,6 +207,7 @@ def run_train(a: argparse.Namespace) -> int:
     jobs = {"fresh": lambda: fresh_jobs(a.seed, temps, a.answers_per_prompt)[:a.prompts or None],
             "shapes": lambda: shape_jobs(a.seed, temps)[:a.prompts or None],
             "broad": lambda: broad_jobs(a.seed, temps)[:a.prompts or None],
+            "all": lambda: all_jobs(a.seed, temps, a.answers_per_prompt, a.extra_subjects)[:a.prompts or None],
             "default": lambda: training_jobs(a.seed, temps, a.answers_per_prompt, a.extra_subjects, a.prompts),
             }[a.subjects]()
     records = cached_data(data_path, jobs, tok, a.max_new_tokens, a.topk, a.gen_batch, a.seed, a.regenerate, log)
@@ -215,7 +218,7 @@ def run_train(a: argparse.Namespace) -> int:
     steps = train(draft, len(records), loss_fn, a.steps, a.minutes, a.lr, a.batch, a.seed, log)
     record = {"answers": len(records), "answer_tokens": n_tokens, "temperatures": temps, "topk": a.topk,
               "answers_per_prompt": a.answers_per_prompt, "extra_subjects": a.extra_subjects,
-              "steps": steps, "batch": a.batch, "lr": a.lr, "lr_schedule": "cosine to 0.1x",
+              "subjects": a.subjects, "steps": steps, "batch": a.batch, "lr": a.lr, "lr_schedule": "cosine to 0.1x",
               "minutes": round((time.time() - t_train) / 60, 1), "seed": a.seed,
               "device": str(target.device), "threads": torch.get_num_threads()}
     out = pathlib.Path(a.out or REPO_ROOT / "models" / ("feature_draft" if a.kind == "feature" else "draft"))

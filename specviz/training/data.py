@@ -68,6 +68,13 @@ def broad_jobs(seed: int, temps, shape_subjects: int = 70, fresh_tasks: int = 20
     return data_jobs(jobs, temps, 1)
 
 
+def all_jobs(seed: int, temps, answers_per_prompt: int, extra_subjects: int):
+    """(prompt, temperature) for the main recipe with the broad shapes in it (issue #48.4): training_jobs first
+    (so an existing main data cache stays a valid prefix), then broad_jobs without its replay (those subjects
+    are in the main lists already)."""
+    return training_jobs(seed, temps, answers_per_prompt, extra_subjects) + broad_jobs(seed, temps, replay_subjects=0)
+
+
 def features_path(data: pathlib.Path) -> pathlib.Path:
     """Where the target states of a data cache are cached: feats.pt beside the main data.pt (as it always was),
     <name>_feats.pt beside any other, so two data sets never overwrite each other's states."""
@@ -101,25 +108,55 @@ def make_data(target, tok, jobs, max_new: int, topk: int, batch: int, seed: int,
         mask = torch.tensor([[0] * (width - len(e)) + [1] * len(e) for e in enc], device=target.device)
         kw = dict(do_sample=True, temperature=temp, top_k=0, top_p=1.0) if temp > 0 else dict(do_sample=False)
         out = target.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_new, pad_token_id=pad, **kw)
-        for row, e, (_, _, j) in zip(out, enc, chunk):
-            answer = row[width:].tolist()
-            if pad in answer:  # cut at EOS (inclusive)
-                answer = answer[:answer.index(pad) + 1]
-            by_job[j] = soft_labels(target, e, answer, topk) | {"temperature": temp}
-            made += len(answer)
+        answers = [row[width:].tolist() for row in out]
+        answers = [a[:a.index(pad) + 1] if pad in a else a for a in answers]  # cut at EOS (inclusive)
+        for record, (_, _, j) in zip(soft_labels(target, list(zip(enc, answers)), topk), chunk):
+            by_job[j] = record | {"temperature": temp}
+        made += sum(map(len, answers))
         done += len(chunk)
         log(f"  data {done}/{len(jobs)} answers, {made / (time.time() - t0):.0f} answer tokens/s")
     return [by_job[j] for j in range(len(jobs))]
 
 
-def soft_labels(target, prompt: list[int], answer: list[int], topk: int) -> dict:
-    """One teacher-forced target pass over prompt + answer: the top-k log-probs at the positions that
-    predict the answer's tokens."""
-    seq = prompt + answer
-    logits = target(input_ids=torch.tensor([seq], device=target.device)).logits[0].float()
-    logp = torch.log_softmax(logits[len(prompt) - 1:-1], -1)
-    v, i = torch.topk(logp, topk, -1)
-    return {"ids": seq, "start": len(prompt), "top_logp": v.half().cpu(), "top_ids": i.int().cpu()}
+# positions per teacher-forced pass: a GPU takes many sequences at once; a CPU's full-vocabulary logits stay small
+PASS_POSITIONS = {"cuda": 32768, "cpu": 2048}
+
+
+def pass_batches(lengths: list[int], device) -> list[list[int]]:
+    """Consecutive sequence indices grouped for right-padded teacher-forced passes: a group grows while its
+    padded size (members x longest) stays within the device's PASS_POSITIONS; one sequence at least."""
+    budget = PASS_POSITIONS.get(torch.device(device).type, PASS_POSITIONS["cpu"])
+    groups, width = [], 0
+    for i, n in enumerate(lengths):
+        if groups and (len(groups[-1]) + 1) * max(width, n) <= budget:
+            groups[-1].append(i)
+            width = max(width, n)
+        else:
+            groups.append([i])
+            width = n
+    return groups
+
+
+def right_padded(seqs: list[list[int]], device) -> torch.Tensor:
+    """(B, longest) token ids, each row padded on the right with 0: a causal pass never lets a real position
+    see the padding after it, so each row's real positions are what a pass over that row alone computes."""
+    width = max(map(len, seqs))
+    return torch.tensor([s + [0] * (width - len(s)) for s in seqs], device=device)
+
+
+def soft_labels(target, pairs, topk: int) -> list[dict]:
+    """For each (prompt, answer): one teacher-forced target pass over prompt + answer (batched, right-padded),
+    keeping the top-k log-probs at the positions that predict the answer's tokens."""
+    seqs = [p + a for p, a in pairs]
+    out = []
+    for group in pass_batches([len(s) for s in seqs], target.device):
+        h = target.model(input_ids=right_padded([seqs[i] for i in group], target.device)).last_hidden_state
+        for row, i in enumerate(group):
+            start = len(pairs[i][0])
+            logp = torch.log_softmax(target.lm_head(h[row, start - 1:len(seqs[i]) - 1]).float(), -1)
+            v, top = torch.topk(logp, topk, -1)
+            out.append({"ids": seqs[i], "start": start, "top_logp": v.half().cpu(), "top_ids": top.int().cpu()})
+    return out
 
 
 def cache_in_job_order(records, jobs, tok):

@@ -9,8 +9,9 @@ import pathlib
 import torch
 
 from specviz.drafters.build import SubsetHead, load_token_draft
-from specviz.drafters.feature import FeatureDraft, shifted
+from specviz.drafters.feature import FeatureDraft
 from specviz.errors import SpecVizError
+from specviz.training.data import pass_batches, right_padded
 from specviz.training.loss import topk_cross_entropy
 
 
@@ -75,15 +76,16 @@ def from_token_draft(target, token_draft: pathlib.Path, read_layers=(None,), lay
 
 @torch.inference_mode()
 def target_features(target, records, read_layers, log=print) -> list[torch.Tensor]:
-    """One teacher-forced target pass per training sequence: its hidden states `read_layers` at every
-    position, concatenated (fp16): what the verify pass hands the draft."""
-    feats = []
-    for i, r in enumerate(records):
-        out = target(input_ids=torch.tensor([r["ids"]], device=target.device), output_hidden_states=True,
+    """Teacher-forced target passes over the training sequences (batched, right-padded): each one's hidden
+    states `read_layers` at every position, concatenated (fp16): what the verify pass hands the draft."""
+    feats, seqs = [], [r["ids"] for r in records]
+    for group in pass_batches([len(s) for s in seqs], target.device):
+        out = target(input_ids=right_padded([seqs[i] for i in group], target.device), output_hidden_states=True,
                      logits_to_keep=1)
-        feats.append(torch.cat([out.hidden_states[j][0] for j in read_layers], -1).half().cpu())
-        if (i + 1) % 200 == 0:
-            log(f"  features {i + 1}/{len(records)}")
+        for row, i in enumerate(group):
+            feats.append(torch.cat([out.hidden_states[j][row, :len(seqs[i])] for j in read_layers], -1).half().cpu())
+        if len(feats) // 200 > (len(feats) - len(group)) // 200:
+            log(f"  features {len(feats)}/{len(records)}")
     return feats
 
 
@@ -105,17 +107,25 @@ def cached_features(path: pathlib.Path, records, read_layers, load_target, log=p
     return feats[:len(records)]  # a run on less data reads a prefix and leaves the longer cache intact
 
 
-def sequence_loss(model: FeatureDraft, record: dict, states: torch.Tensor, unroll: int = 2):
-    """(loss summed over the answer's positions and the unrolled passes, positions) for one training
-    sequence. Pass 1 reads the target's real states; pass u >= 2 reads the draft's own h from pass u-1,
-    which is what drafting position u sees at inference."""
-    ids = torch.tensor([record["ids"]], device=model.device)
+def batch_loss(model: FeatureDraft, records: list[dict], states: list[torch.Tensor], unroll: int = 2):
+    """(loss summed over the answers' positions and the unrolled passes, positions) for training sequences in
+    one right-padded pass (a causal pass never lets a real position see the padding after it). Pass 1 reads
+    the target's real states; pass u >= 2 reads the draft's own h from pass u-1, which is what drafting
+    position u sees at inference."""
+    ids = right_padded([r["ids"] for r in records], model.device)
+    # position i reads the state at i - 1 (position 0 reads zeros); the padding reads zeros too
+    states_in = torch.zeros(*ids.shape, states[0].shape[-1], device=model.device, dtype=model.dtype)
+    for b, s in enumerate(states):
+        states_in[b, 1:s.shape[0]] = s[:-1].to(model.device, model.dtype)
     # position i predicts x_{i+1}; top-k row r predicts answer token start + r: position start - 1 + r
-    lo, rows = record["start"] - 1, record["top_logp"].shape[0]
-    states_in = shifted(states.to(model.device, model.dtype))[:-1]
+    spans = [(r["start"] - 1, r["top_logp"].shape[0]) for r in records]
+    top_logp = torch.cat([r["top_logp"] for r in records])
+    top_ids = torch.cat([r["top_ids"] for r in records])
     total = 0.0
     for _ in range(unroll):
-        h = model(ids, states_in[None])[0][0]
-        total = total + topk_cross_entropy(model.head(h[lo:lo + rows]), record["top_logp"], record["top_ids"])
-        states_in = shifted(h.detach())[:-1]  # the next pass sees the draft's own guesses
-    return total, rows
+        h = model(ids, states_in)[0]
+        rows = torch.cat([h[b, lo:lo + n] for b, (lo, n) in enumerate(spans)])
+        total = total + topk_cross_entropy(model.head(rows), top_logp, top_ids)
+        states_in = torch.cat([torch.zeros_like(h[:, :1]), h[:, :-1]], 1).detach()  # the draft's own guesses
+    return total, top_logp.shape[0]
+

@@ -1,4 +1,4 @@
-"""The token draft before training, and its loss on one training sequence."""
+"""The token draft before training, and its loss on training sequences."""
 from __future__ import annotations
 
 import copy
@@ -20,9 +20,13 @@ def build(target, layers: int, init: list[int], head_ids: torch.Tensor | None = 
     return assemble(target, own, copy.deepcopy(target.model.norm), head)
 
 
-def sequence_loss(draft, record: dict) -> tuple[torch.Tensor, int]:
-    """(loss summed over the answer's positions, their number) for one training sequence."""
-    ids = torch.tensor([record["ids"]], device=draft.device)
-    n = len(record["ids"]) - record["start"]
-    logits = draft(input_ids=ids, logits_to_keep=n + 1).logits[0, :-1]
-    return topk_cross_entropy(logits, record["top_logp"], record["top_ids"]), n
+def batch_loss(draft, records: list[dict]) -> tuple[torch.Tensor, int]:
+    """(loss summed over the answers' positions, their number) for training sequences, one pass each."""
+    total, positions = 0.0, 0
+    for record in records:
+        ids = torch.tensor([record["ids"]], device=draft.device)
+        n = len(record["ids"]) - record["start"]
+        logits = draft(input_ids=ids, logits_to_keep=n + 1).logits[0, :-1]
+        total = total + topk_cross_entropy(logits, record["top_logp"], record["top_ids"])
+        positions += n
+    return total, positions

@@ -33,7 +33,7 @@ def train(draft, n_records: int, loss_fn, steps: int, minutes: float, lr: float,
           log=print, log_every: int = 25) -> int:
     """`steps` AdamW steps over the records 0..n_records-1 in seeded shuffled batches, the learning rate
     decaying on a cosine to lr/10 (a constant rate left the loss noisy at the end); `minutes` > 0 caps the
-    time as well. loss_fn(index) -> (loss summed over the record's positions, their number). Returns the
+    time as well. loss_fn(indices) -> (loss summed over the records' positions, their number). Returns the
     steps taken."""
     params = trainable(draft)
     for p in draft.parameters():
@@ -57,13 +57,10 @@ def train(draft, n_records: int, loss_fn, steps: int, minutes: float, lr: float,
             order = list(range(n_records))
             rng.shuffle(order)
         chunk = [order.pop() for _ in range(min(batch, len(order)))]
-        loss_sum, n_tok = 0.0, 0
         opt.zero_grad()
-        for i in chunk:  # one sequence at a time: no padding, exact positions
-            loss, n = loss_fn(i)
-            loss.backward()
-            loss_sum += float(loss.detach())
-            n_tok += n
+        loss, n_tok = loss_fn(chunk)
+        loss.backward()
+        loss_sum = float(loss.detach())
         for p in params:
             if p.grad is not None:
                 p.grad /= max(n_tok, 1)
