@@ -91,7 +91,8 @@ def test_shipped_drafts_were_made_by_the_default_recipe(kind):
     folder = ROOT / "models" / ("feature_draft" if kind == "feature" else "draft")
     cfg = json.loads((folder / "config.json").read_text())
     train = cfg["train"]
-    assert train["steps"] == a.steps
+    assert train.get("steps_planned", train["steps"]) == a.steps  # a time cap may stop a run a few steps short
+    assert train["steps"] >= 0.99 * a.steps and train.get("subjects", "default") == a.subjects
     assert train["lr"] == a.lr
     assert train["temperatures"] == [float(t) for t in a.temperatures.split(",")]
     for key in ("batch", "seed", "topk", "answers_per_prompt", "extra_subjects"):

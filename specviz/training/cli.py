@@ -48,7 +48,8 @@ from specviz.training.export import export
 from specviz.training.train import train
 
 # The default recipe: the shipped drafts were made with exactly these (a test compares their configs)
-DEFAULT_STEPS = {"token": 2400, "feature": 3600}
+DEFAULT_STEPS = {"token": 2400, "feature": 4600}
+DEFAULT_SUBJECTS = {"token": "default", "feature": "all"}
 DEFAULT_LR = 1e-3
 COMMANDS = ("train", "eval", "medusa")
 DATA = REPO_ROOT / "models" / "work" / "data.pt"
@@ -93,13 +94,15 @@ def add_train_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--resume", default=None, metavar="DIR",
                     help="feature draft: fine-tune this trained feature draft instead of starting from the token "
                          "draft; its config keeps its own recipe under \"train\" and adds this run as \"fine_tune\"")
-    ap.add_argument("--subjects", choices=["default", "fresh", "shapes", "broad", "all"], default="default",
-                    help="fresh: answers to the fresh subject list only (prompts no shipped draft was trained on), "
-                         "--answers-per-prompt each; shapes: the other prompt shapes (conversations, code, "
-                         "constraints) over fresh subjects, with the original templates over 20 more; broad: the "
-                         "shapes over 70 fresh subjects, the original templates over 20 more and over 50 training "
-                         "subjects (replayed so the old shapes are kept); all: the default lists, then broad's shapes "
-                         "and fresh templates (no replay): the main recipe with the other shapes in it")
+    ap.add_argument("--subjects", choices=["default", "fresh", "shapes", "broad", "all"], default=None,
+                    help='the prompts answered (default: default for the token draft, all for the feature draft). '
+                         'default: the task templates over the three training subject lists; fresh: answers to the '
+                         'fresh subject list only (prompts no shipped draft was trained on), --answers-per-prompt '
+                         'each; shapes: the other prompt shapes (conversations, code, constraints) over fresh '
+                         'subjects, with the original templates over 20 more; broad: the shapes over 70 fresh '
+                         'subjects, the original templates over 20 more and over 50 training subjects (replayed so the'
+                         " old shapes are kept); all: the default lists, then broad's shapes and fresh templates (no "
+                         'replay): the main recipe with the other shapes in it')
 
 
 def add_eval_args(ap: argparse.ArgumentParser) -> None:
@@ -161,6 +164,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     a = parser().parse_args(argv)
     if a.command == "train":
         a.steps = a.steps or DEFAULT_STEPS[a.kind]
+        a.subjects = a.subjects or DEFAULT_SUBJECTS[a.kind]
     return a
 
 
@@ -218,8 +222,8 @@ def run_train(a: argparse.Namespace) -> int:
     steps = train(draft, len(records), loss_fn, a.steps, a.minutes, a.lr, a.batch, a.seed, log)
     record = {"answers": len(records), "answer_tokens": n_tokens, "temperatures": temps, "topk": a.topk,
               "answers_per_prompt": a.answers_per_prompt, "extra_subjects": a.extra_subjects,
-              "subjects": a.subjects, "steps": steps, "batch": a.batch, "lr": a.lr, "lr_schedule": "cosine to 0.1x",
-              "minutes": round((time.time() - t_train) / 60, 1), "seed": a.seed,
+              "subjects": a.subjects, "steps_planned": a.steps, "steps": steps, "batch": a.batch, "lr": a.lr,
+              "lr_schedule": "cosine to 0.1x", "minutes": round((time.time() - t_train) / 60, 1), "seed": a.seed,
               "device": str(target.device), "threads": torch.get_num_threads()}
     out = pathlib.Path(a.out or REPO_ROOT / "models" / ("feature_draft" if a.kind == "feature" else "draft"))
     head_from = None
