@@ -150,10 +150,12 @@ def soft_labels(target, pairs, topk: int) -> list[dict]:
     seqs = [p + a for p, a in pairs]
     out = []
     for group in pass_batches([len(s) for s in seqs], target.device):
-        h = target.model(input_ids=right_padded([seqs[i] for i in group], target.device)).last_hidden_state
+        # the head over every position, not only the answer's: a packed target picks its kernel by row count,
+        # and a few answer rows could get another kernel (other rounding) than they get in a longer call
+        logits = target(input_ids=right_padded([seqs[i] for i in group], target.device)).logits
         for row, i in enumerate(group):
             start = len(pairs[i][0])
-            logp = torch.log_softmax(target.lm_head(h[row, start - 1:len(seqs[i]) - 1]).float(), -1)
+            logp = torch.log_softmax(logits[row, start - 1:len(seqs[i]) - 1].float(), -1)
             v, top = torch.topk(logp, topk, -1)
             out.append({"ids": seqs[i], "start": start, "top_logp": v.half().cpu(), "top_ids": top.int().cpu()})
     return out
