@@ -26,7 +26,7 @@ from specviz.errors import SpecVizError
 from specviz.engine.lookahead import lookahead_steps
 from specviz.engine.plain import plain_steps
 from specviz.labs.measure import timed_rounds
-from specviz.labs.timing import draft_step_ms, forward_ms
+from specviz.labs.timing import draft_step_ms, forward_ms, time_forwards
 from specviz.labs.tree_sizing import size
 from specviz.loading import load_models
 from specviz.packed import PackedLinear, choice as packing_choice
@@ -251,11 +251,16 @@ def mismatches(cfgs: list[Config], outputs: dict, prompts) -> list:
 def forward_costs(models, plain, ctx, ks, quantized: bool = False) -> tuple[dict, dict | None]:
     """A decode step, a verify pass of K + 1 and each draft's step (median ms); c = draft step / target step.
     quantized: also a step of the target quantized, each QUANTIZED kind's {kind}_1 and c_{kind}."""
-    t1 = forward_ms(models.target, ctx, 1)
+    # the step and every verify size interleaved round by round: v(n) = verify / step is a ratio of two timings
+    # taken under the same conditions (timed one size after the other, run 27c read a step at 40.6 ms and a
+    # 3-token pass at 38.5: v(3) = 0.95, where 27b, minutes before, read 1.28)
+    sizes = [1] + [k + 1 for k in sorted(set(ks) | {4})]
+    target = {n: t.median for n, t in time_forwards(models.target, ctx, sizes, repeats=15).items()}
+    t1 = target[1]
     d1 = draft_step_ms(models.draft, models.target, ctx) if models.draft is not None else None
     f1 = draft_step_ms(models.feature_draft, models.target, ctx) if models.feature_draft is not None else None
     out = {"target_1": t1,
-           "target_verify": {str(k + 1): forward_ms(models.target, ctx, k + 1) for k in sorted(set(ks) | {4})},
+           "target_verify": {str(n): target[n] for n in sizes[1:]},
            "draft_1": d1, "c": d1 / t1 if d1 else 0.0, "feature_draft_1": f1, "c_feature": f1 / t1 if f1 else 0.0,
            # the same steps timed back to back (their weights stay in the CPU's caches): what c was before
            # 2026-11-26, kept to show how much the loop's cold caches add
