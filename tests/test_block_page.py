@@ -114,7 +114,7 @@ def test_block_decision_draws_what_block_kept_that_token_wise_would_not():
     assert {"h (block weight)", "η"} <= {t["name"] for t in v["data"]}
     assert "τ = the last i with η ≤ h" in v["layout"]["title"]["text"]
     # kept although its own test failed: rescued by a later draft
-    assert "η=0.63>h=0.00 ✓ rescued" in json.dumps(v["layout"]["annotations"], ensure_ascii=False)
+    assert "η=0.63>h=0 ✓ rescued" in json.dumps(v["layout"]["annotations"], ensure_ascii=False)
     r = F.resolution(c).to_dict()["layout"]["title"]["text"]
     assert "max(0, p_τ·p − q)" in r and "p_τ = 0.230" in r
     assert "judges all the drafts together" in F.verify_pass(c).to_dict()["layout"]["xaxis"]["title"]["text"]
@@ -257,3 +257,11 @@ def test_a_link_reopens_block_verification(models):
     at.switch_page("pages/2_Speculative_decoding.py").run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.radio(key="sp_mode").value == "block verification" and at.number_input(key="sp_seed").value == 7
+
+
+def test_a_tiny_probability_in_a_verdict_title_keeps_its_digits():
+    """A test that failed at η = 3e-5 against h = 4e-6 must not read "0.00 > 0.00"."""
+    from specviz.figures.spec_cycle import _odds
+
+    assert [_odds(x) for x in (0.0, 1.0, 0.634, 0.01, 0.0099, 3.2e-5)] == ["0", "1.00", "0.63", "0.01", "9.9e-03",
+                                                                          "3.2e-05"]

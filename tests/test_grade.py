@@ -93,7 +93,16 @@ def test_a_hint_is_never_cut_inside_brackets():
     reference = ("Acceptance is highest on repetitive and low-entropy text (code, lists, boilerplate), where the "
                  "draft and target agree; it is lowest on creative text.")
     h = G.hint("speculation helps most on predictable text such as code", reference)
-    assert h.count("(") == h.count(")") and h in reference and "(code, lists, boilerplate)" in h
+    assert h.count("(") == h.count(")") and h.removeprefix("…") in reference and "(code, lists, boilerplate)" in h
+
+
+@needs_model
+def test_a_hint_cut_from_mid_sentence_says_so():
+    reference = ("Each target pass yields between 1 and K+1 tokens instead of exactly 1, so latency drops while the "
+                 "output stays the target's own distribution.")
+    h = G.hint("latency falls and the output distribution is unchanged", reference)
+    assert h.removeprefix("…") in reference
+    assert h.startswith("…so latency drops")  # the clause closest to the point, marked as cut from its sentence
 
 
 def test_a_number_from_a_wrong_formula_does_not_earn_the_point():
@@ -221,3 +230,17 @@ def test_and_cuts_between_claims_not_symbols_and_no_sentence_of_a_long_answer_is
     spans = G.clauses(long)
     assert len(spans) == G.MAX_CLAUSES
     assert all(f"Claim {n} holds, it is short, and it ends here." in {long[a:b] for a, b in spans} for n in range(30))
+
+
+@needs_model
+def test_a_follow_up_stays_on_the_missed_points_subject():
+    """The twin rule drops the nearest cards; a word-level match from another subject must not win what is left
+    (greedy-vs-beam's "one hypothesis, the most likely token" point was followed up with a MoE verify question)."""
+    from specviz.qa.bank import bank
+
+    topics = {q.id: q.topic for q in bank().questions}
+    beam = G.card("greedy-vs-beam")
+    assert all(topics[G.follow_up(p, [beam.id]).id] == "greedy and beam" for p in beam.rubric)
+    # a mock step's point has no card topic of its own: it takes the nearest bank question's
+    mock = next(c for c in G.gradable_cards() if c.startswith("mock-beam:"))
+    assert G.point_topic(G.card(mock).rubric[0]) == "greedy and beam"

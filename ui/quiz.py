@@ -49,8 +49,9 @@ def forget(key: str) -> None:
 def answer_box(item, label: str) -> None:
     key = f"qa_mine_{item.id}"
     keep(key)
-    st.text_area(label, key=key, height=110, max_chars=Q.MAX_ANSWER,
-                 help="Kept while you visit other pages; cleared when the card is scored. Not saved.")
+    st.text_area(label, key=key, height=110, max_chars=Q.MAX_BOX,
+                 help="Kept while you visit other pages; cleared when the card is scored. Not saved. Grading reads up "
+                 f"to {Q.MAX_ANSWER:,} characters.")
 
 
 def answer(item) -> None:
@@ -93,7 +94,7 @@ def graded_card(r, item) -> None:
     """Issue 47: the answer graded point by point; the learner may overrule a point; the score feeds the boxes."""
     key = f"qa_mine_{item.id}"
     gkey = f"qa_grade_{r.number}_{r.i}"
-    answer_box(item, "Your answer (type it as you would say it)")
+    answer_box(item, f"Your answer (type it as you would say it; up to {Q.MAX_ANSWER:,} characters)")
     graded = st.session_state.get(gkey)
     if graded is None:
         return grade_now(r, item, gkey)
@@ -317,7 +318,7 @@ def verdict_block(mock, scores, rows, learner, recorded: bool, rule_extra: str =
     st.subheader(f"Verdict: {v.level} ({Q.LEVEL_NAMES.get(v.level, 'start with the fundamentals')})")
     st.markdown(f"Mean step score {round(100 * v.mean)} % over {len(scores)} steps. Rule: {Q.VERDICT_RULE}"
                 + (f" {rule_extra}" if rule_extra else ""))
-    st.dataframe(rows, hide_index=True, width="stretch")
+    st.table(rows, hide_index=True)  # a table wraps "Why asked" (a follow-up quotes the point it follows up)
     weakest = Q.work_on(v, scores)
     if weakest is not None:
         st.markdown(f"Work on step {weakest + 1} first: _{rows[weakest]['Question']}_")
@@ -353,7 +354,8 @@ def mock_step(mock, m, timer: bool, secs: int) -> None:
         countdown(m, secs)
     key = f"qa_mock_mine_{mock.id}_{m.step}"
     keep(key)
-    st.text_area("Your answer (as you would say it)", key=key, height=130, max_chars=Q.MAX_ANSWER)
+    st.text_area(f"Your answer (as you would say it; up to {Q.MAX_ANSWER:,} characters)", key=key, height=130,
+                 max_chars=Q.MAX_BOX)
     if not m.revealed:
         if st.button("Reveal the rubric and the sample answers", key="qa_mock_reveal", type="primary"):
             m.revealed = True
@@ -407,7 +409,8 @@ def graded_step(mock, asked: list, nxt: tuple[str, str, str], learner) -> None:
     st.markdown(f"### {question}")
     key = f"qa_gmock_mine_{mock.id}_{len(asked)}"
     keep(key)
-    st.text_area("Your answer (as you would say it)", key=key, height=130, max_chars=Q.MAX_ANSWER)
+    st.text_area(f"Your answer (as you would say it; up to {Q.MAX_ANSWER:,} characters)", key=key, height=130,
+                 max_chars=Q.MAX_BOX)
     if st.button("Answer ▶", key="qa_gmock_answer", type="primary"):
         text = st.session_state.get(key, "")
         g = GR.grade_answer(GR.G.card(card_id), text)

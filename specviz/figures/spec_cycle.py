@@ -235,15 +235,21 @@ def verdicts(cycle) -> go.Figure:
     return build(data, _fixed(layout, l=40, r=10, t=95, b=60))
 
 
+def _odds(x: float) -> str:
+    """A probability in a title: two decimals, or two significant digits below 0.01 (a test that failed at
+    "0.00 > 0.00" reads as nonsense; 2.1e-05 > 3.4e-06 does not)."""
+    return "0" if x == 0 else f"{x:.2f}" if x >= 0.01 else f"{x:.1e}"
+
+
 def _verdict_title(v, greedy: bool, block: bool) -> str:
     """A verdict's subplot title: the token and its verdict, and under sampling the test that decided it."""
     if greedy:
         return short_label(v.text, 12) + f" {'✓' if v.accepted else '✗'}"
     if block:  # the test passes at η <= h (verify_block); kept is decided by the last passing position
         passed = v.u <= v.accept_prob  # a failed test can still be kept: rescued by a later passing draft
-        return (short_label(v.text, 10) + f" η={v.u:.2f}{'≤' if passed else '>'}h={v.accept_prob:.2f} "
+        return (short_label(v.text, 10) + f" η={_odds(v.u)}{'≤' if passed else '>'}h={_odds(v.accept_prob)} "
                 + ("✓" if v.accepted and passed else "✓ rescued" if v.accepted else "✗"))
-    return (short_label(v.text, 10) + f" u={v.u:.2f}{'<' if v.accepted else '≥'}{v.accept_prob:.2f}"
+    return (short_label(v.text, 10) + f" u={_odds(v.u)}{'<' if v.accepted else '≥'}{_odds(v.accept_prob)}"
             f" {'✓' if v.accepted else '✗'}")
 
 

@@ -556,11 +556,26 @@ def card(card_id: str) -> Card:
     return cards[card_id]
 
 
+TOPIC_BONUS = 0.1  # cosine added to a follow-up candidate of the missed point's own topic
+
+
+def point_topic(point: str, encoder: Encoder | None = None) -> str:
+    """The bank topic a rubric point belongs to: its own card's, or for a mock step's point (mock steps have no
+    topic) that of the bank question nearest to it in meaning."""
+    questions = [q for q in bank().questions if q.rubric]
+    own = next((q.topic for q in questions if point in q.rubric), None)
+    if own is not None:
+        return own
+    enc = encoder or default_encoder()
+    sims = enc.cached([" ".join([q.question, q.headline, *q.rubric]) for q in questions]) @ enc.cached([point])[0]
+    return questions[int(enc.torch.argmax(sims))].topic
+
+
 def follow_up(point: str, exclude=(), encoder: Encoder | None = None, twin: float = 0.75) -> Card | None:
     """The bank question that best probes a missed point: the one whose question, headline and rubric sit
-    closest to it in meaning. What an interviewer does: dig where the answer was thin. Cards already asked are
-    excluded, and so are their near-twins (a question within `twin` cosine of an asked one: the same question
-    in other words is no follow-up)."""
+    closest to it in meaning, a question of the point's own topic ahead by TOPIC_BONUS. What an interviewer does:
+    dig where the answer was thin. Cards already asked are excluded, and so are their near-twins (a question
+    within `twin` cosine of an asked one: the same question in other words is no follow-up)."""
     enc = encoder or default_encoder()
     cards = gradable_cards()
     asked = [cards[c].question for c in exclude if c in cards]
@@ -572,11 +587,16 @@ def follow_up(point: str, exclude=(), encoder: Encoder | None = None, twin: floa
         return None
     texts = [" ".join([q.question, q.headline, *q.rubric]) for q in pool]
     sims = enc.cached(texts) @ enc.cached([point])[0]
+    # the twin rule removes the nearest cards, and what is left can be a word-level match from another subject
+    # (a greedy-vs-beam point was followed up with a MoE verify question): the point's own topic goes first
+    topic = point_topic(point, enc)
+    sims = sims + TOPIC_BONUS * enc.torch.tensor([float(q.topic == topic) for q in pool], dtype=sims.dtype)
     return cards[pool[int(enc.torch.argmax(sims))].id]
 
 
 def hint(point: str, reference: str, encoder: Encoder | None = None, limit: int = 180) -> str:
-    """One line to help with a missed point: the sentence of the card's model answer closest to it."""
+    """One line to help with a missed point: the sentence or clause of the card's model answer closest to it
+    (a clause from the middle of a sentence begins with "…")."""
     enc = encoder or default_encoder()
     text = re.sub(r"\s+", " ", str(reference or "")).strip()
     pieces = []
@@ -592,4 +612,5 @@ def hint(point: str, reference: str, encoder: Encoder | None = None, limit: int 
                                    if len(t.split()) >= 4 and t.count("$") % 2 == 0 and len(t) <= limit))[:60]
     if not sentences:
         return point
-    return sentences[int(enc.torch.argmax(enc.cached(sentences) @ enc.cached([point])[0]))]
+    best = sentences[int(enc.torch.argmax(enc.cached(sentences) @ enc.cached([point])[0]))]
+    return "…" + best if best[0].islower() else best  # a clause from mid-sentence says it is one

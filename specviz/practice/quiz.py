@@ -23,6 +23,9 @@ from specviz.qa.bank import LEVELS, CodeCard, QuizItem
 from specviz.practice.progress import INTERVAL_DAYS, RIGHT
 
 MAX_ANSWER = 4000  # characters in an answer box: a spoken answer written down is a few hundred
+# what the box itself takes: a browser box capped at MAX_ANSWER drops a longer paste whole, without a word, so the
+# box takes more and grading refuses an answer over MAX_ANSWER in one line (the box is still bounded)
+MAX_BOX = 5 * MAX_ANSWER
 ROUND_SIZES = (5, 10, 20, 0)  # 0: every card that matches the filters
 TIMER_SECONDS = (60, 90, 120, 180, 300)
 LEVEL_NAMES = {"L4": "fundamentals", "L5": "mechanics and trade-offs", "L6": "systems and design"}
@@ -263,7 +266,7 @@ def summarize(order: Sequence[str], scores: dict[str, float], by_id: dict[str, Q
 VERDICT_RULE = ("each step scores the share of its rubric points made; the chain's score is the mean of its step "
                 "scores (every step weighs the same, however many points it has). **L6** when that mean reaches "
                 "80 % and no step falls under 60 % (the deep follow-ups answered too); **L5** when it reaches 50 %; "
-                "**L4** when it reaches 25 %; below 25 % **not yet L4** (the fundamentals first).")
+                "**L4** when it reaches 25 %; below 25 % **below L4** (the fundamentals first).")
 
 
 @dataclass(frozen=True)
