@@ -24,8 +24,8 @@ from specviz.practice.progress import INTERVAL_DAYS, RIGHT
 
 MAX_ANSWER = 4000  # characters in an answer box: a spoken answer written down is a few hundred
 # what the box itself takes: a browser box capped at MAX_ANSWER drops a longer paste whole, without a word, so the
-# box takes more and grading refuses an answer over MAX_ANSWER in one line (the box is still bounded)
-MAX_BOX = 5 * MAX_ANSWER
+# box takes far more (a whole pasted page) and grading refuses an answer over MAX_ANSWER in one line, before reading it
+MAX_BOX = 100_000
 ROUND_SIZES = (5, 10, 20, 0)  # 0: every card that matches the filters
 TIMER_SECONDS = (60, 90, 120, 180, 300)
 LEVEL_NAMES = {"L4": "fundamentals", "L5": "mechanics and trade-offs", "L6": "systems and design"}
