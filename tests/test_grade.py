@@ -244,3 +244,22 @@ def test_a_follow_up_stays_on_the_missed_points_subject():
     # a mock step's point has no card topic of its own: it takes the nearest bank question's
     mock = next(c for c in G.gradable_cards() if c.startswith("mock-beam:"))
     assert G.point_topic(G.card(mock).rubric[0]) == "greedy and beam"
+
+
+@needs_model
+def test_one_statement_counts_once_however_often_it_is_said():
+    """A learner's walk: one sentence about the one-pass verify earned 4 of 5 points of what-is-spec (a cheap
+    drafter, 1 to K+1 tokens a pass), the same clause the evidence of three; said three times, still 4."""
+    card = G.card("what-is-spec")
+    once = ("The target model verifies all of the K draft tokens in one forward pass and the output distribution "
+            "is exactly the target's.")
+    for answer in (once, " ".join([once] * 3)):
+        g = G.grade(card, answer)
+        made = [p for p in g.points if p.made]
+        assert len({" ".join(p.evidence.lower().split()) for p in made}) == len(made)  # no clause used twice
+        assert [p.made for p in g.points][1] and g.score <= 0.4
+    strong = ("A small draft model guesses K tokens cheaply. The big target model then checks all K guesses in a "
+              "single forward pass. It keeps the longest prefix that matches what it would have produced, plus one "
+              "token of its own, so each target pass gives between 1 and K+1 tokens and latency drops. The output "
+              "is exactly the target's distribution.")
+    assert G.grade(card, strong).score == 1.0

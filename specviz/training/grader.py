@@ -109,8 +109,7 @@ def _judge(rows: list[Labelled], feats: list, cards: dict, t: float) -> tuple[in
     pairs): the tuning part's own targets, never the held-out's."""
     agree, wrong, strong, pairs = 0, 0, 0, []
     for r, per in zip(rows, feats):
-        made = [G.decide(point, r.answer[a:b], G.sigmoid(z), t, numeric)[0]
-                for point, (_, (a, b), numeric, z) in zip(cards[r.card].rubric, per)]
+        made = [m for m, _ in G.decide_all(cards[r.card].rubric, r.answer, per, t)]
         pairs += list(zip(made, r.labels))
         agree += sum(m == lab for m, lab in zip(made, r.labels))
         score = sum(made) / len(made)
