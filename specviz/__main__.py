@@ -197,7 +197,8 @@ def _practice_args(sub) -> None:
     g.add_argument("--answer", default=None, help="the answer text, or - to read it from standard input")
     g.add_argument("--json", action="store_true", help="print one JSON object")
     g.add_argument("--timing", action="store_true", help="also time the grading (load once, then median of 5)")
-    g.add_argument("--eval", action="store_true", help="measure the grader on the hand-labelled held-out part")
+    g.add_argument("--eval", action="store_true",
+                   help="measure the grader on the hand-labelled held-out parts (cards, fresh answers)")
     g.add_argument("--train", action="store_true", help="refit the head and second reader on the tuning part")
     g.add_argument("--cv", action="store_true",
                    help="4-fold cross-validation by card over the tuning part: agreement, kappa, answers outside the "
@@ -427,8 +428,8 @@ def grade_cmd(a) -> int:
     return 0
 
 
-def _eval_text(r: dict) -> str:
-    lines = [f"held-out: {r['answers']} answers, {r['labels']} labels, {r['cards']} cards",
+def _eval_text(r: dict, title: str = "held-out cards") -> str:
+    lines = [f"{title}: {r['answers']} answers, {r['labels']} labels, {r['cards']} cards",
              f"agreement {r['agreement']:.3f}  kappa {r['kappa']:.3f}  precision(made) {r['precision_made']:.3f}  "
              f"recall(made) {r['recall_made']:.3f}  median {r['ms_per_answer_median']} ms/answer",
              "worst cards: " + ", ".join(f"{w['card']} {w['agreement']:.2f}" for w in r["worst_cards"]),
@@ -437,6 +438,8 @@ def _eval_text(r: dict) -> str:
               for w in r["wrong_or_off_topic_scores"]]
     lines.append(f"strong answers under 0.6: {len(r['strong_under_limit'])}; wrong or off-topic over 0.25: "
                  f"{len(r['wrong_over_limit'])}; targets met: {r['targets_met']}")
+    if "fresh_answers" in r:  # the second held-out part: answers to tuning cards no training has seen
+        lines += ["", _eval_text(r["fresh_answers"], "fresh answers to tuning cards (held out by answer)")]
     return "\n".join(lines)
 
 

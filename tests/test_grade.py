@@ -263,3 +263,22 @@ def test_one_statement_counts_once_however_often_it_is_said():
               "token of its own, so each target pass gives between 1 and K+1 tokens and latency drops. The output "
               "is exactly the target's distribution.")
     assert G.grade(card, strong).score == 1.0
+
+
+@pytest.mark.fast
+def test_the_labelled_set_keeps_its_held_out_parts_apart():
+    """Held-out cards and fresh answers (held out by answer) never reach training or cross-validation; every label
+    has its point, and every made point its evidence, verbatim in the answer."""
+    from specviz.training import grader as T
+    rows, held = T.load_labels()
+    tune, test = T.split(rows, held)
+    later = T.fresh(rows)
+    assert later and test and tune
+    assert not any(r.fresh for r in tune + test) and all(r.card not in held for r in tune + later)
+    assert len(tune) + len(test) + len(later) == len(rows)
+    cards = T.cards_by_id()
+    for r in rows:
+        assert len(r.labels) == len(cards[r.card].rubric), r.card
+        for made, ev in zip(r.labels, r.evidence):
+            assert not made or (ev and ev in r.answer), (r.card, ev)
+    assert {r.kind for r in later} >= {"wrong", "strong"}
