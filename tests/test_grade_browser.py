@@ -41,6 +41,7 @@ def test_a_typed_answer_is_graded_with_its_evidence(server, browser):
     for p in g.points:
         expect(page.get_by_text(p.point, exact=False).first).to_be_visible()
     made = [p for p in g.points if p.made]
+    expect(page.get_by_text("better than its stance", exact=False).first).to_be_visible()  # its weakness, said
     assert made and graded.locator("mark").count() >= 1
     page.screenshot(path=str(SHOTS / "graded_answer.png"), full_page=True)
     expect(page.locator("[data-testid=stException]")).to_have_count(0)

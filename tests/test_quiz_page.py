@@ -354,6 +354,7 @@ def test_graded_quiz_card_overrule_and_leitner():
     _, g = at.session_state[gkey]
     assert g == G.grade(G.card("what-is-spec"), text)  # the page shows the grader's own verdict
     assert any("Your answer, graded" in m.value for m in at.markdown)
+    assert any("better than its stance" in c.value for c in at.caption)  # the grader's measured weakness, said
     shown = " ".join(m.value for m in at.markdown)
     for p in g.points:
         assert p.point in shown
