@@ -78,9 +78,9 @@ def highlighted(text: str, grade: G.Grade, made: list[bool], marked=None) -> str
 
 # What the grader gets wrong most, measured (models/README.md, `python -m specviz grade --eval`: precision of "made"
 # 0.91 on the held-out cards' answers, 0.82 on the fresh hard answers), said where the learner reads the grade
-CAVEAT = ("It reads a point's subject better than its stance: a clause on the subject that says the opposite can "
-          "still earn the point (about 1 credited point in 10 on held-out answers, 1 in 5 on hard ones). Check the "
-          "highlighted words of each ✓ and overrule what they do not say.")
+CAVEAT = ("About 1 credited point in 10 is wrong on held-out answers, 1 in 5 on hard ones: it reads a point's "
+          "subject better than its stance, so a clause on the subject that says the opposite can still earn it. "
+          "Check the highlighted words of each ✓ and overrule what they do not say.")
 
 
 def show(text: str, grade: G.Grade, key: str, page: str = "", reference: str = "") -> list[bool]:

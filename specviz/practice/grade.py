@@ -58,9 +58,9 @@ OPPOSITES = [
     (r"estimate|not a bound|not an? (?:upper )?bound|can (?:miss|beat|exceed)",
      r"upper bound|\bceiling\b|\bguarantee|can(?:not|'t) (?:beat|exceed)|never (?:beat|exceed)"),
     (r"memory[- ]bound|bandwidth[- ]bound", r"compute[- ]bound|flops?[- ]bound"),
-    (r"separate (?:kv )?caches?|own (?:kv )?caches?|each (?:keeps|has) its own|of (?:its|their) own|caches? per "
-     r"model", r"\bshared?\b|(?:same|one|single|"
-     r"common) (?:(?:common|single|shared|kv) )*cache"),
+    (r"separate (?:kv )?caches?|own (?:kv )?caches?|each (?:keeps|has) its own|caches? of (?:its|their) own|caches? "
+     r"per model|each \w+ (?:\w+ )?(?:keeps|has|holds?) (?:a|one|a single) (?:kv )?cache",
+     r"\bshared?\b|\b(?:same|one|single|common) (?:(?:common|single|shared|kv) )*cache"),
     (r"\bnot (?:always|monoton)|\busually\b|\bcan\b|\bmay\b|\bsometimes\b", r"\balways\b|\bnever\b|\bguarantee"),
     (r"nearly free|almost free|cheap|about one step|barely grows", r"costs? (?:proportionally )?more|expensive|"
      r"compute-bound mini-prefill|\bk\+1 times\b|linear(?:ly)? in k"),
