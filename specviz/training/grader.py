@@ -32,7 +32,7 @@ class Labelled:
     answer: str
     labels: tuple[bool, ...]
     evidence: tuple[str | None, ...] = ()
-    fresh: bool = False  # held out by answer: never trained on, cross-validated or tuned on (see split)
+    fresh: bool = False  # held out by answer: never trained on or cross-validated (see split)
 
 
 def load_labels(path: pathlib.Path = LABELS) -> tuple[list[Labelled], set[str]]:
@@ -54,7 +54,7 @@ def split(rows: list[Labelled], held_out: set[str]) -> tuple[list[Labelled], lis
 
 
 def fresh(rows: list[Labelled]) -> list[Labelled]:
-    """The second held-out part: answers to tuning cards that no training, cross-validation or choice has seen."""
+    """The second held-out part: answers to tuning cards that no training or cross-validation sees."""
     return [r for r in rows if r.fresh]
 
 
