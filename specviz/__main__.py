@@ -6,6 +6,7 @@ import errno
 import importlib.util
 import json
 import os
+import pathlib
 import socket
 import subprocess
 import sys
@@ -203,6 +204,8 @@ def _practice_args(sub) -> None:
     g.add_argument("--cv", action="store_true",
                    help="4-fold cross-validation by card over the tuning part: agreement, kappa, answers outside the "
                    "targets per second-reader weight and threshold; the choice (~15 min)")
+    g.add_argument("--start", type=pathlib.Path, default=None,
+                   help="with --cv: the second reader starts from these tuned layers (stage one, specviz.training.nli)")
 
 
 def _one_line(message: str):
@@ -389,7 +392,13 @@ def grade_cmd(a) -> int:
             h = T.train(tune)
             print(json.dumps(h["trained_on"] | {"threshold": h["threshold"]}))
         if a.cv:
-            print(json.dumps(T.cross_validate(tune)))
+            start = None
+            if a.start is not None:
+                from specviz.practice import reader as R
+                if not a.start.is_file():
+                    raise SpecVizError(f"--start {str(a.start)[:200]}: no such file.")
+                start = R.load_state(a.start)
+            print(json.dumps(T.cross_validate(tune, start=start)))
         if a.eval:
             r = T.held_out_report()
             print(json.dumps(r, indent=1) if a.json else _eval_text(r))

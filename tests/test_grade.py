@@ -149,7 +149,8 @@ def run_cli(*args, stdin=None):
 
 def test_cli_bad_input_is_one_line_and_exit_2():
     for args in (("--card", "no-such-card", "--answer", "x"), ("--card", "what-is-spec", "--answer", ""),
-                 ("--card", "what-is-spec", "--answer", "y" * (G.MAX_ANSWER + 1)), ("--answer", "x")):
+                 ("--card", "what-is-spec", "--answer", "y" * (G.MAX_ANSWER + 1)), ("--answer", "x"),
+                 ("--cv", "--start", "/no/such/stage-one.safetensors")):
         out = run_cli(*args)
         assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, (args, out.stderr)
     listed = run_cli("--list", "--json")
@@ -282,3 +283,32 @@ def test_the_labelled_set_keeps_its_held_out_parts_apart():
         for made, ev in zip(r.labels, r.evidence):
             assert not made or (ev and ev in r.answer), (r.card, ev)
     assert {r.kind for r in later} >= {"wrong", "strong"}
+
+
+@needs_model
+def test_stage_one_trains_a_three_way_head_and_the_reader_starts_from_it(tmp_path):
+    """specviz.training.nli on a handful of pairs written here: the file it writes loads into a Reader with the
+    3-way head, the one-unit score starts as entailment minus contradiction, and --cv can start from it."""
+    import torch
+
+    from specviz.practice import reader as R
+    from specviz.training import nli
+    rows = [(0, "The big model checks all the guesses in a single pass.", "The target verifies the drafts at once."),
+            (2, "The big model checks the guesses one after another.", "The target verifies the drafts at once."),
+            (1, "The draft model is small.", "The target verifies the drafts at once."),
+            (0, "Rejected drafts waste real compute.", "Rejected drafts cost something."),
+            (2, "Rejected drafts cost nothing at all.", "Rejected drafts waste real compute."),
+            (1, "The cache is cropped after a rejection.", "Rejected drafts waste real compute.")]
+    data = tmp_path / "pairs.tsv"
+    data.write_text("".join(f"{y}\t{p}\t{h}\n" for y, p, h in rows), encoding="utf-8")
+    assert nli.load(data) == rows
+    out = tmp_path / "nli.safetensors"
+    nli.main(["--data", str(data), "--test", str(data), "--out", str(out), "--epochs", "1", "--batch", "3"])
+    state = R.load_state(out)
+    assert {"nli.weight", "nli.bias", "score.weight", "score.bias"} <= set(state)
+    reader = R.Reader(G.encoder_dir(), state)
+    assert reader.nli is not None and reader.nli.out_features == 3
+    assert torch.allclose(reader.score.weight, (reader.nli.weight[nli.ENTAIL] - reader.nli.weight[nli.CONTRA])[None],
+                          atol=1e-2)
+    pair = [("The target verifies the drafts at once.", "The big model checks all the guesses in a single pass.")]
+    assert torch.allclose(reader.logits(pair), reader.score(reader.pooled(*map(list, zip(*pair)))).squeeze(-1))

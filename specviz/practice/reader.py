@@ -30,6 +30,8 @@ class Reader:
         self.score = torch.nn.Linear(self.model.config.hidden_size, 1)
         torch.nn.init.zeros_(self.score.weight)
         torch.nn.init.zeros_(self.score.bias)
+        self.nli = None  # the 3-way entailment/neutral/contradiction head of stage one (specviz.training.nli)
+        self.device = torch.device("cpu")
         if state is not None:
             self.load(state)
         self.model.eval()
@@ -44,19 +46,33 @@ class Reader:
 
     def load(self, state: dict) -> None:
         torch = self.torch
+        if any(k.startswith("nli.") for k in state):
+            self.nli = torch.nn.Linear(self.model.config.hidden_size, 3)
         with torch.no_grad():
             for k, v in state.items():
-                if k.startswith("score."):
-                    getattr(self.score, k.split(".", 1)[1]).copy_(v.float())
+                if k.startswith(("score.", "nli.")):
+                    head, name = k.split(".", 1)
+                    getattr(getattr(self, head), name).copy_(v.float())
                 else:
                     self.model.get_parameter(k).copy_(v.float())
 
-    def forward(self, points: list[str], parts: list[str]):
+    def to(self, device) -> "Reader":
+        self.device = self.torch.device(device)
+        for m in (self.model, self.score, self.nli):
+            if m is not None:
+                m.to(self.device)
+        return self
+
+    def pooled(self, points: list[str], parts: list[str]):
+        """The pair read together, mean-pooled over its tokens."""
         batch = self.tokenizer(points, parts, padding=True, truncation="longest_first", max_length=MAX_LEN,
-                               return_tensors="pt")
+                               return_tensors="pt").to(self.device)
         h = self.model(**batch).last_hidden_state
         mask = batch["attention_mask"].unsqueeze(-1).to(h.dtype)
-        return self.score((h * mask).sum(1) / mask.sum(1).clamp(min=1)).squeeze(-1)
+        return (h * mask).sum(1) / mask.sum(1).clamp(min=1)
+
+    def forward(self, points: list[str], parts: list[str]):
+        return self.score(self.pooled(points, parts)).squeeze(-1)
 
     def logits(self, pairs: list[tuple[str, str]]):
         if not pairs:

@@ -221,11 +221,11 @@ def held_out_report(path: pathlib.Path = LABELS) -> dict:
 
 
 def cross_validate(rows: list[Labelled], folds: int = 4, weights=(0.0, 0.25, 0.5, 0.75, 1.0), penalty: float = 0.01,
-                   **fit) -> dict:
+                   start: dict | None = None, **fit) -> dict:
     """Each fold of the TUNING part's cards graded by readers trained on the other folds, at every (reader weight,
     threshold): the pooled agreement, kappa and answers outside the targets of each. The choice maximises agreement
     less `penalty` per answer outside the targets; weight 0 is the first reader alone. How choices are made without
-    touching the held-out part."""
+    touching the held-out part. `start`: the second reader's tuned layers to fine-tune from (specviz.training.nli)."""
     cards, ids = cards_by_id(), sorted({r.card for r in rows})
     enc = G.default_encoder()
     pooled: dict[tuple[float, float], list] = {}
@@ -233,7 +233,7 @@ def cross_validate(rows: list[Labelled], folds: int = 4, weights=(0.0, 0.25, 0.5
         test = [r for r in rows if r.card in set(ids[k::folds])]
         train_rows = [r for r in rows if r.card not in set(ids[k::folds])]
         w = _base(train_rows, cards, enc, **fit)
-        reader = RT.train_reader(RT.pairs(train_rows, cards, enc, w))
+        reader = RT.train_reader(RT.pairs(train_rows, cards, enc, w), start=start)
         for lam in weights:
             feats = [G.pair_features(cards[r.card].rubric, r.answer, enc, w, (reader, [0.0, 1.0, lam]) if lam else None)
                      for r in test]

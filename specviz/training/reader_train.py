@@ -104,11 +104,12 @@ def pairs(rows, cards: dict, enc, weights, seed: int = 0) -> list[tuple[str, str
 
 
 def train_reader(data: list[tuple[str, str, float]], layers: int = 4, epochs: int = 3, lr: float = 5e-5,
-                 batch: int = 16, seed: int = 0) -> R.Reader:
-    """Fine-tune the top `layers` layers and the score on `data`; the classes weighted to balance."""
+                 batch: int = 16, seed: int = 0, start: dict | None = None) -> R.Reader:
+    """Fine-tune the top `layers` layers and the score on `data`; the classes weighted to balance. `start`: the
+    tuned layers to begin from (stage one, specviz.training.nli), else the packaged encoder's own."""
     import torch
     torch.manual_seed(seed)
-    reader = R.Reader(G.encoder_dir(), None, G.default_encoder().tokenizer)
+    reader = R.Reader(G.encoder_dir(), start, G.default_encoder().tokenizer)
     for p in reader.model.parameters():
         p.requires_grad_(False)
     tuned = reader.tuned(layers)
