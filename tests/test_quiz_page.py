@@ -367,13 +367,15 @@ def test_graded_quiz_card_overrule_and_leitner():
     assert any("overruled by you" in m.value for m in at.markdown)
     at.button(key="qa_score").click().run()
     ok(at)
+    assert any("Leitner box" in c.value for c in at.caption)  # a one-card round: said on its summary
     p = Progress()
     me = p.learner(name)
     expected = (sum(x.made for x in g.points) + 1) / len(g.points)
     assert p.cards(me)["what-is-spec"]["box"] == (2 if expected >= Q.RIGHT else 1)
     assert p.overrules(me) == (1, len(g.points))
     weak = p.weak_points(me)
-    assert {w["point"] for w in weak} == set(missed[1:])  # the overruled point counts as made
+    # the overruled point counts as made; at most two rows from one card
+    assert {w["point"] for w in weak} <= set(missed[1:]) and len(weak) == min(2, len(missed[1:]))
 
 
 @needs_grader
@@ -418,13 +420,20 @@ def test_the_graded_mock_follows_up_on_what_the_first_answer_missed():
     assert [a.card for a in asked] == [first]
     assert any(m.value == f"### {follow.question}" for m in at.markdown)  # the follow-up, not a fixed chain
     assert any("follow-up on what your last answer missed" in c.value for c in at.caption)
-    for n in range(1, len(mock.steps)):
+    n = 1
+    while at.session_state["qa_gmock"]["asked"] and n < len(mock.steps) + Q.MAX_FOLLOW_UPS and \
+            any(b.key == "qa_gmock_answer" for b in at.button):
         at.text_area(key=f"qa_gmock_mine_{mock.id}_{n}").set_value(
             "The target verifies every draft in one forward pass and the output is exactly the target's.").run()
         at.button(key="qa_gmock_answer").click().run()
         ok(at)
+        n += 1
     asked = at.session_state["qa_gmock"]["asked"]
-    assert asked[1].card == follow.id and len(asked) == len(mock.steps)
+    chain = [a.card for a in asked if a.card.startswith(mock.id + ":")]
+    assert asked[1].card == follow.id and chain == [f"{mock.id}:{k}" for k in range(1, len(mock.steps) + 1)]
+    assert len(asked) - len(chain) <= Q.MAX_FOLLOW_UPS  # every chain question asked, follow-ups between them
+    assert any(e.label.startswith("The points your answers missed") for e in at.expander) or \
+        all(made for a in asked for _, made, _, _ in a.points)
     v = Q.mock_verdict([a.score for a in asked])
     assert any(s.value.startswith(f"Verdict: {v.level}") for s in at.subheader)
     md = Q.transcript(mock.title, asked, v)
@@ -444,3 +453,29 @@ def test_evidence_that_overlaps_another_points_mark_is_quoted_on_its_row_escaped
     assert [n for _, n in marks(g, [False, True])] == [1]  # overruled away, the other is marked
     assert highlighted(text, g, [True, True]).count("<mark") == 1
     assert quoted("<b>*x* $y$</b>") == "&lt;b&gt;&#42;x&#42; &#36;y&#36;&lt;/b&gt;"
+
+
+@needs_grader
+def test_a_weak_point_from_a_mock_step_links_a_page_and_retries_the_nearest_card():
+    """A mock step has no page and is no quiz card: its weak point links the page of the bank question closest to
+    it, and Retry opens that question in the quiz (Home switches to the Q&A page)."""
+    from specviz.practice import grade as G
+    mock = qa.bank().mocks[0]
+    step = f"{mock.id}:1"
+    point = mock.steps[0].rubric[0]
+    name = f"mocker {uuid.uuid4().hex[:8]}"
+    p = Progress()
+    p.record_points(p.learner(name), step, [(0, point, False, False)])
+    near = G.follow_up(point, ())
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    at.run()
+    at.text_input(key="w_learner").set_value(name).run()
+    ok(at)
+    assert any(point in m.value for m in at.markdown)
+    retry = at.button(key="home_weak_0")
+    assert near.question in retry.proto.help
+    retry.click().run()
+    ok(at)
+    if "qa_round" not in at.session_state:  # Home asked for the switch: the next run is the Q&A page
+        at.switch_page(PAGE).run()
+    assert rnd(at).order[rnd(at).i] == near.id

@@ -115,13 +115,19 @@ def test_the_follow_up_is_on_the_missed_point_the_grader_was_surest_of():
     assert Q.next_question(MOCK, [first], lambda p, e: None)[0] == "m:2"
 
 
-def test_a_graded_interview_asks_as_many_questions_as_the_chain_has():
+def test_a_graded_interview_asks_every_chain_question_and_at_most_two_follow_ups():
     asked_ = []
     always = lambda p, e: SimpleNamespace(id=f"f{len(e)}", question="follow-up?")
     while (nxt := Q.next_question(MOCK, asked_, always)) is not None:
         asked_.append(asked(nxt[0], [("x", False, 0.9)]))
-        assert len(asked_) <= len(MOCK.steps)
-    assert [a.card for a in asked_] == ["m:1", "f1", "m:2"]  # one follow-up at a time, then back to the chain
+        assert len(asked_) <= len(MOCK.steps) + Q.MAX_FOLLOW_UPS
+    # one follow-up at a time, then back to the chain; the chain's last question is asked whatever was missed
+    assert [a.card for a in asked_] == ["m:1", "f1", "m:2", "f3", "m:3"]
+    never = lambda p, e: None
+    done = []
+    while (nxt := Q.next_question(MOCK, done, never)) is not None:
+        done.append(asked(nxt[0], [("x", False, 0.9)]))
+    assert [a.card for a in done] == ["m:1", "m:2", "m:3"]
 
 
 def test_the_graded_interview_state_is_kept_per_chain():

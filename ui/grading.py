@@ -80,7 +80,8 @@ def highlighted(text: str, grade: G.Grade, made: list[bool], marked=None) -> str
 # 0.91 on the held-out cards' answers, 0.82 on the fresh hard answers), said where the learner reads the grade
 CAVEAT = ("About 1 credited point in 10 is wrong on held-out answers, 1 in 5 on hard ones: it reads a point's "
           "subject better than its stance, so a clause on the subject that says the opposite can still earn it. "
-          "Check the highlighted words of each ✓ and overrule what they do not say.")
+          "Check the highlighted words of each ✓ and overrule what they do not say; a ✗ you said in other words, "
+          "overrule too.")
 
 
 def show(text: str, grade: G.Grade, key: str, page: str = "", reference: str = "") -> list[bool]:
@@ -144,10 +145,15 @@ def weak_points(learner, progress, where: str, rows=None) -> None:
         c = cards.get(w["card"])
         if c is None:
             continue
+        retry, help_ = c, "Open this card in the quiz"
+        if ":" in c.id:  # a mock step has no page and is no quiz card: the bank question closest to its point
+            enc = encoder()
+            retry = G.follow_up(w["text"], (), enc) if enc is not None else None
+            help_ = f"Open the quiz card closest to this point: {retry.question}" if retry else ""
         c1, c2 = st.columns([5, 1], vertical_alignment="center")
         c1.markdown(f"✗ {w['text']}  \n_{c.question}_ · missed {w['missed']} of {w['asked']}")
-        if c.page in BY_PATH:
-            c1.page_link(c.page, label=BY_PATH[c.page].title, icon=BY_PATH[c.page].icon)
-        if ":" not in c.id:  # a mock step is retried in its interview
-            c2.button("Retry", key=f"{where}_weak_{n}", help="Open this card in the quiz", on_click=_retry,
-                      args=(c.id, where != "qa"))
+        page = retry.page if retry is not None else c.page
+        if page in BY_PATH:
+            c1.page_link(page, label=BY_PATH[page].title, icon=BY_PATH[page].icon)
+        if retry is not None:
+            c2.button("Retry", key=f"{where}_weak_{n}", help=help_, on_click=_retry, args=(retry.id, where != "qa"))

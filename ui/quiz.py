@@ -27,8 +27,9 @@ def saved_line(learner) -> None:
         st.caption(name_hint("Type a name in the sidebar to keep your progress: without one this session counts your "
                              "answers but stores nothing."))
     else:
+        n = len(progress().cards(learner))
         st.caption(f"Your answers are saved under **{md_escape(st.session_state.get('s_learner', ''))}**: "
-                   f"{len(progress().cards(learner))} cards seen so far.")
+                   f"{n} card{'s' if n != 1 else ''} seen so far in the quiz.")
 
 
 def open_linked_card(by_id: dict) -> None:
@@ -209,6 +210,8 @@ def card(r, item) -> None:
 def summary(r, by_id: dict) -> None:
     s = Q.summarize(r.order, r.scores, by_id)
     st.subheader("Round done: summary")
+    if st.session_state.get("qa_note"):  # the last card's score and Leitner box: a one-card round has no next card
+        st.caption(st.session_state["qa_note"])
     row = st.container(horizontal=True, gap="large")
     row.metric("Score", f"{Q.fmt(s.score)} / {s.cards}", width="content")
     row.metric("Points", f"{round(s.percent)} %", width="content",
@@ -394,6 +397,10 @@ def graded_verdict(mock, state: dict, learner) -> None:
     scores = [a.score for a in asked]
     state["recorded"] = verdict_block(mock, scores, Q.asked_rows(asked), learner, state["recorded"],
                                       Q.FOLLOW_UP_RULE)
+    missed = [(n, p) for n, a in enumerate(asked, 1) for p, made, _, _ in a.points if not made]
+    if missed:  # what to work on, here and not only in the transcript (the points are the bank's own text)
+        with st.expander(f"The points your answers missed ({len(missed)})", expanded=True):
+            st.markdown("\n".join(f"- step {n}: {p}" for n, p in missed))
     st.download_button("Download the transcript (Markdown)", Q.transcript(mock.title, asked, Q.mock_verdict(scores)),
                        file_name=f"{mock.id}-transcript.md", mime="text/markdown", key="qa_gmock_dl")
     if st.button("Take this interview again ↻", key="qa_gmock_again", type="primary"):
@@ -404,7 +411,11 @@ def graded_verdict(mock, state: dict, learner) -> None:
 def graded_step(mock, asked: list, nxt: tuple[str, str, str], learner) -> None:
     """One question of a graded interview: asked, answered, graded (and the last answer's grade below)."""
     card_id, question, why = nxt
-    st.metric("Question", f"{len(asked) + 1} of {len(mock.steps)}")
+    chain = sum(1 for a in asked if a.card.startswith(mock.id + ":"))
+    if card_id.startswith(mock.id + ":"):
+        st.metric("Chain question", f"{chain + 1} of {len(mock.steps)}")
+    else:
+        st.metric("Follow-up", f"{len(asked) - chain + 1} of at most {Q.MAX_FOLLOW_UPS}")
     st.caption(f"Asked as {why}" if len(asked) else "The chain's first question.")
     st.markdown(f"### {question}")
     key = f"qa_gmock_mine_{mock.id}_{len(asked)}"

@@ -330,14 +330,21 @@ class Progress:
                            [(learner, card, int(i), str(text)[:300], int(bool(graded)), int(bool(made)),
                              int(bool(graded) != bool(made)), now) for i, text, graded, made in points])
 
-    def weak_points(self, learner: int, limit: int = 5) -> list[dict]:
+    def weak_points(self, learner: int, limit: int = 5, per_card: int = 2) -> list[dict]:
         """The rubric points this learner missed most often (counting what stood after any overrule), with how
-        often each was asked; ties: the most recently missed first."""
+        often each was asked; ties: the most recently missed first. At most `per_card` from one card: one answer
+        that missed every point would otherwise fill the list with one card to retry five times."""
         with self._db() as db:
             rows = db.execute("SELECT card, point, MAX(text), SUM(1 - made), COUNT(*), MAX(at) FROM points "
                               "WHERE learner = ? GROUP BY card, point HAVING SUM(1 - made) > 0 "
-                              "ORDER BY SUM(1 - made) DESC, MAX(at) DESC LIMIT ?", (learner, int(limit))).fetchall()
-        return [dict(card=c, point=p, text=t, missed=m, asked=n) for c, p, t, m, n, _ in rows]
+                              "ORDER BY SUM(1 - made) DESC, MAX(at) DESC LIMIT ?",
+                              (learner, int(limit) * 10)).fetchall()
+        out, per = [], {}
+        for c, p, t, m, n, _ in rows:
+            per[c] = per.get(c, 0) + 1
+            if per[c] <= per_card and len(out) < limit:
+                out.append(dict(card=c, point=p, text=t, missed=m, asked=n))
+        return out
 
     def overrules(self, learner: int | None = None) -> tuple[int, int]:
         """(points overruled, points graded), for one learner or everyone: where learners and grader disagree."""

@@ -368,30 +368,33 @@ def asked_rows(asked: Sequence[Asked]) -> list[dict]:
             for n, a in enumerate(asked)]
 
 
+MAX_FOLLOW_UPS = 2  # an interview is the chain's questions and at most this many follow-ups between them
 FOLLOW_UP_RULE = ("After an answer to one of the chain's questions, the interviewer follows up on the point the "
                   "grader was surest was missed, with the bank question closest to it; after a follow-up, or an "
-                  "answer that makes every point, the chain's next question. The interview ends after as many "
-                  "questions as the chain has.")
+                  "answer that makes every point, the chain's next question. Every question of the chain is asked, "
+                  f"with at most {MAX_FOLLOW_UPS} follow-ups between them.")
 
 
 def next_question(mock, asked: list[Asked], pick_follow_up) -> tuple[str, str, str] | None:
     """(card id, question, why) for the next step of a graded interview, or None when it is over. The first
-    question is the chain's; after a graded answer, `pick_follow_up(missed_point, exclude)` (the grader's
-    follow_up) chooses a card on the weakest missed point; with nothing missed, the chain's next step."""
-    if len(asked) >= len(mock.steps):
-        return None
+    question is the chain's; after a graded answer to a chain question, `pick_follow_up(missed_point, exclude)`
+    (the grader's follow_up) chooses a card on the weakest missed point, at most MAX_FOLLOW_UPS times; otherwise
+    the chain's next question. Follow-ups never take a chain question's place: the deep steps the level guide
+    judges L6 on are always asked."""
     if not asked:
         return f"{mock.id}:1", mock.steps[0].question, "the chain's first question"
+    chain_steps = sum(1 for a in asked if a.card.startswith(mock.id + ":"))
     last = asked[-1]
     missed = [(conf, p) for p, made, _, conf in last.points if not made]
-    chain_steps = sum(1 for a in asked if a.card.startswith(mock.id + ":"))
     followed_up = not last.card.startswith(mock.id + ":")
-    if missed and not followed_up:  # one follow-up at a time, then back to the chain: its deep steps get asked
+    if missed and not followed_up and len(asked) - chain_steps < MAX_FOLLOW_UPS:
         point = max(missed)[1]
         card = pick_follow_up(point, [a.card for a in asked])
         if card is not None:
             return card.id, card.question, f"follow-up on what your last answer missed: “{point}”"
-    n = min(chain_steps + 1, len(mock.steps))
+    if chain_steps >= len(mock.steps):
+        return None
+    n = chain_steps + 1
     return f"{mock.id}:{n}", mock.steps[n - 1].question, f"the chain's question {n}"
 
 
