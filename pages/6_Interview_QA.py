@@ -85,6 +85,7 @@ def interview() -> None:
     c1, c2, c3 = st.columns([3, 1, 1])
     pick = c1.selectbox("Interview", list(mocks), key=kept("qa_mock_pick", BANK.mocks[0].id),
                         format_func=lambda k: f"{mocks[k].title} ({len(mocks[k].steps)} questions)")
+    c1.caption(f"Graded, the interviewer also asks up to {Q.MAX_FOLLOW_UPS} follow-ups on what you missed.")
     graded = st.toggle("The interviewer grades my answers", key=kept("qa_mock_graded", GR.G.available()),
                        disabled=not GR.G.available(),
                        help="On: each answer is graded offline and the next question follows up on what it missed. "

@@ -377,6 +377,26 @@ def drill(a) -> int:
     return 0
 
 
+def _start_state(a) -> dict | None:
+    """--start FILE: stage one's tuned layers (specviz.training.nli) for --cv, checked before anything runs: a file
+    that is not one, or does not fit the reader, is one line, not a traceback minutes into the first fold."""
+    if a.start is None:
+        return None
+    if not a.cv:
+        raise SpecVizError("--start is read by --cv only (the second reader's starting point in each fold).")
+    from specviz.practice import grade as G
+    from specviz.practice import reader as R
+    if not a.start.is_file():
+        raise SpecVizError(f"--start {str(a.start)[:200]}: no such file.")
+    try:
+        state = R.load_state(a.start)
+        R.Reader(G.encoder_dir(), state)  # every key a parameter of the reader, every shape its shape
+    except Exception as e:
+        raise SpecVizError(f"--start {str(a.start)[:200]} is not a reader's tuned layers ({type(e).__name__}: "
+                           f"{str(e)[:120]}).") from None
+    return state
+
+
 def grade_cmd(a) -> int:
     """python -m specviz grade: --list; --card ID --answer TEXT|- [--json] [--timing]; --eval; --train."""
     from specviz.practice import grade as G
@@ -387,17 +407,12 @@ def grade_cmd(a) -> int:
         return 0
     if a.train or a.eval or a.cv:
         from specviz.training import grader as T
+        start = _start_state(a)
         tune, _ = T.split(*T.load_labels())
         if a.train:
             h = T.train(tune)
             print(json.dumps(h["trained_on"] | {"threshold": h["threshold"]}))
         if a.cv:
-            start = None
-            if a.start is not None:
-                from specviz.practice import reader as R
-                if not a.start.is_file():
-                    raise SpecVizError(f"--start {str(a.start)[:200]}: no such file.")
-                start = R.load_state(a.start)
             print(json.dumps(T.cross_validate(tune, start=start)))
         if a.eval:
             r = T.held_out_report()

@@ -150,7 +150,8 @@ def run_cli(*args, stdin=None):
 def test_cli_bad_input_is_one_line_and_exit_2():
     for args in (("--card", "no-such-card", "--answer", "x"), ("--card", "what-is-spec", "--answer", ""),
                  ("--card", "what-is-spec", "--answer", "y" * (G.MAX_ANSWER + 1)), ("--answer", "x"),
-                 ("--cv", "--start", "/no/such/stage-one.safetensors")):
+                 ("--cv", "--start", "/no/such/stage-one.safetensors"), ("--cv", "--start", "README.md"),
+                 ("--eval", "--start", "README.md")):
         out = run_cli(*args)
         assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, (args, out.stderr)
     listed = run_cli("--list", "--json")
@@ -310,5 +311,11 @@ def test_stage_one_trains_a_three_way_head_and_the_reader_starts_from_it(tmp_pat
     assert reader.nli is not None and reader.nli.out_features == 3
     assert torch.allclose(reader.score.weight, (reader.nli.weight[nli.ENTAIL] - reader.nli.weight[nli.CONTRA])[None],
                           atol=1e-2)
-    pair = [("The target verifies the drafts at once.", "The big model checks all the guesses in a single pass.")]
-    assert torch.allclose(reader.logits(pair), reader.score(reader.pooled(*map(list, zip(*pair)))).squeeze(-1))
+    # stage two starts from it: before its first step the reader is stage one's (its score reads entailment)
+    from specviz.training import reader_train as RT
+    pair = ("The target verifies the drafts at once.", "The big model checks all the guesses in a single pass.")
+    before = RT.train_reader([(*pair, 1.0)], epochs=0, start=state)
+    assert torch.allclose(before.logits([pair]), reader.logits([pair]))
+    after = RT.train_reader([(*pair, 1.0), (pair[0], "The big model checks them one by one.", 0.0)], epochs=1,
+                            batch=2, start=state)
+    assert after.layers == 4 and not torch.allclose(after.score.weight, before.score.weight)

@@ -1,6 +1,7 @@
 """The quiz state machine out of the page (issue 46), checked without Streamlit: a round from the page's filters
 (saved progress or this session's), when a new round starts, the note and points recorded for a graded answer, the
 graded interview's follow-ups, its state and its verdict table, and paging."""
+import dataclasses
 from types import SimpleNamespace
 
 import pytest
@@ -128,6 +129,13 @@ def test_a_graded_interview_asks_every_chain_question_and_at_most_two_follow_ups
     while (nxt := Q.next_question(MOCK, done, never)) is not None:
         done.append(asked(nxt[0], [("x", False, 0.9)]))
     assert [a.card for a in done] == ["m:1", "m:2", "m:3"]
+    # the last chain question's answer can be followed up too, within the two; a one-question chain included
+    late = [asked("m:1", [("x", True, 0.9)]), asked("m:2", [("x", True, 0.9)]), asked("m:3", [("x", False, 0.9)])]
+    assert Q.next_question(MOCK, late, always)[0] == "f3"
+    assert Q.next_question(MOCK, late + [asked("f3", [("x", False, 0.9)])], always) is None
+    one = dataclasses.replace(MOCK, steps=MOCK.steps[:1])
+    assert Q.next_question(one, [asked("m:1", [("x", False, 0.9)])], always)[0] == "f1"
+    assert Q.next_question(one, [asked("m:1", [("x", True, 0.9)])], always) is None
 
 
 def test_the_graded_interview_state_is_kept_per_chain():

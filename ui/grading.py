@@ -131,7 +131,7 @@ def _retry(card_id: str, leave: bool) -> None:
 
 def weak_points(learner, progress, where: str, rows=None) -> None:
     """The rubric points this learner missed most often: each with its card, the page that shows it and a button
-    that opens the card in the quiz again."""
+    that opens the card in the quiz again (for a mock step's point, the bank question nearest to it)."""
     if st.session_state.pop("qa_go", False):
         st.switch_page("pages/6_Interview_QA.py")
     if learner is None:
@@ -148,7 +148,8 @@ def weak_points(learner, progress, where: str, rows=None) -> None:
         retry, help_ = c, "Open this card in the quiz"
         if ":" in c.id:  # a mock step has no page and is no quiz card: the bank question closest to its point
             enc = encoder()
-            retry = G.follow_up(w["text"], (), enc) if enc is not None else None
+            with _GRADING:  # the encoder and its tokenizer are shared with the graders
+                retry = G.follow_up(w["text"], (), enc) if enc is not None else None
             help_ = f"Open the quiz card closest to this point: {retry.question}" if retry else ""
         c1, c2 = st.columns([5, 1], vertical_alignment="center")
         c1.markdown(f"✗ {w['text']}  \n_{c.question}_ · missed {w['missed']} of {w['asked']}")

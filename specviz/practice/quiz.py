@@ -203,7 +203,8 @@ def box_message(box: int) -> str:
 
 
 def score_note(score: float, box: int | None = None) -> str:
-    """The line under the next card about the last one: its score and, when saved, where it went (box)."""
+    """The line about the last card, under the next one or on the round's summary: its score and, when saved,
+    where it went (box)."""
     note = f"Last card: {fmt(score)} of 1."
     return note if box is None else f"{note} {box_message(box)}"
 
@@ -368,11 +369,11 @@ def asked_rows(asked: Sequence[Asked]) -> list[dict]:
             for n, a in enumerate(asked)]
 
 
-MAX_FOLLOW_UPS = 2  # an interview is the chain's questions and at most this many follow-ups between them
+MAX_FOLLOW_UPS = 2  # an interview is the chain's questions and at most this many follow-ups, each after one of them
 FOLLOW_UP_RULE = ("After an answer to one of the chain's questions, the interviewer follows up on the point the "
                   "grader was surest was missed, with the bank question closest to it; after a follow-up, or an "
                   "answer that makes every point, the chain's next question. Every question of the chain is asked, "
-                  f"with at most {MAX_FOLLOW_UPS} follow-ups between them.")
+                  f"and at most {MAX_FOLLOW_UPS} follow-ups in all (the last question's answer can have one too).")
 
 
 def next_question(mock, asked: list[Asked], pick_follow_up) -> tuple[str, str, str] | None:

@@ -220,8 +220,8 @@ def held_out_report(path: pathlib.Path = LABELS) -> dict:
     return evaluate(test) | ({"fresh_answers": evaluate(later)} if later else {})
 
 
-def cross_validate(rows: list[Labelled], folds: int = 4, weights=(0.0, 0.25, 0.5, 0.75, 1.0), penalty: float = 0.01,
-                   start: dict | None = None, **fit) -> dict:
+def cross_validate(rows: list[Labelled], folds: int = 4, weights=(0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5),
+                   penalty: float = 0.01, start: dict | None = None, **fit) -> dict:
     """Each fold of the TUNING part's cards graded by readers trained on the other folds, at every (reader weight,
     threshold): the pooled agreement, kappa and answers outside the targets of each. The choice maximises agreement
     less `penalty` per answer outside the targets; weight 0 is the first reader alone. How choices are made without
