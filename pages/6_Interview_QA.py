@@ -92,13 +92,13 @@ def interview() -> None:
                             "Off: reveal the rubric and the L4/L5/L6 answers, and tick the points yourself.")
     if not GR.G.available():
         st.caption(GR.G.MISSING)
-    if graded and GR.G.available():
-        st.caption("One question at a time. Each answer is graded point by point on this machine; the next question "
-                   "follows up on what it missed, as an interviewer does. The verdict comes at the end.")
-        return QU.graded_interview(mocks[pick], learner)
     timer = c2.toggle("Timer", key=kept("qa_mock_timer", False),
                       help="A countdown per question; nothing stops when it ends")
     secs = c3.selectbox("Seconds per question", Q.TIMER_SECONDS, key=kept("qa_mock_secs", 120), disabled=not timer)
+    if graded and GR.G.available():
+        st.caption("One question at a time. Each answer is graded point by point on this machine; the next question "
+                   "follows up on what it missed, as an interviewer does. The verdict comes at the end.")
+        return QU.graded_interview(mocks[pick], learner, timer, secs)
     st.caption("One question at a time, each following up on the last, as an interviewer does. Answer, reveal the "
                "rubric and what L4, L5 and L6 candidates say, tick the points you made; the verdict comes at the end.")
     QU.ticked_interview(mocks[pick], learner, timer, secs)

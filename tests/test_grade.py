@@ -319,3 +319,18 @@ def test_stage_one_trains_a_three_way_head_and_the_reader_starts_from_it(tmp_pat
     after = RT.train_reader([(*pair, 1.0), (pair[0], "The big model checks them one by one.", 0.0)], epochs=1,
                             batch=2, start=state)
     assert after.layers == 4 and not torch.allclose(after.score.weight, before.score.weight)
+
+
+def test_an_answer_in_another_language_is_told_so():
+    """A walk in Chromium: a Chinese answer was told it had "no words to grade", and a French one that made three
+    points was graded 1 of 5 with no word on why."""
+    with pytest.raises(SpecVizError, match="reads English only"):
+        G.check_answer("目标模型在一次前向传播中验证所有草稿")
+    with pytest.raises(SpecVizError, match="no words to grade"):
+        G.check_answer("12345 -> 678 !!!")
+    french = ("Le modèle cible vérifie tous les jetons du brouillon en une seule passe, et la distribution de sortie "
+              "est exactement celle de la cible.")
+    assert "English only" in G.language_note(french)
+    for english in ("reject -> resid = p minus x, renorm", "The target verifies all K drafts in one forward pass and "
+                    "the output is exactly the target's.", "K+1 logits; accept w.p. min(1, p/q)"):
+        assert G.language_note(english) is None

@@ -408,14 +408,16 @@ def test_the_graded_mock_follows_up_on_what_the_first_answer_missed():
     assert at.toggle(key="qa_mock_graded").value is True
     first = f"{mock.id}:1"
     assert any(m.value == f"### {mock.steps[0].question}" for m in at.markdown)
+    at.toggle(key="qa_mock_timer").set_value(True).run()  # Home's plan asks for the interview with the timer on
+    assert any("left for this step" in m.value for m in at.markdown)
     answer = "Speculative decoding uses a smaller model to guess tokens."  # thin: it misses most points
     at.text_area(key=f"qa_gmock_mine_{mock.id}_0").set_value(answer).run()
     at.button(key="qa_gmock_answer").click().run()
     ok(at)
     g = G.grade(G.card(first), answer)
-    missed = [(p.confidence, p.point) for p in g.points if not p.made]
+    missed = [p.point for p in g.points if not p.made]
     assert missed
-    follow = G.follow_up(max(missed)[1], [first])
+    follow = G.follow_up(missed[0], [first])  # the first missed point of the rubric
     asked = at.session_state["qa_gmock"]["asked"]
     assert [a.card for a in asked] == [first]
     assert any(m.value == f"### {follow.question}" for m in at.markdown)  # the follow-up, not a fixed chain
@@ -434,8 +436,9 @@ def test_the_graded_mock_follows_up_on_what_the_first_answer_missed():
     assert len(asked) - len(chain) <= Q.MAX_FOLLOW_UPS  # every chain question asked, follow-ups between them
     assert any(e.label.startswith("The points your answers missed") for e in at.expander) or \
         all(made for a in asked for _, made, _, _ in a.points)
-    v = Q.mock_verdict([a.score for a in asked])
+    v = Q.mock_verdict([a.score for a in asked if a.card.startswith(mock.id + ":")])  # follow-ups not counted
     assert any(s.value.startswith(f"Verdict: {v.level}") for s in at.subheader)
+    assert any(f"over the chain's {len(mock.steps)} questions" in m.value for m in at.markdown)
     md = Q.transcript(mock.title, asked, v)
     assert md.startswith(f"# Mock interview: {mock.title}") and follow.question in md and answer in md
     assert len(at.get("download_button")) == 1

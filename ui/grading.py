@@ -83,6 +83,11 @@ CAVEAT = ("About 1 credited point in 10 is wrong on held-out answers, 1 in 5 on 
           "Check the highlighted words of each ✓ and overrule what they do not say; a ✗ you said in other words, "
           "overrule too.")
 
+MOCK_CAVEAT = ("About 1 credited point in 10 is wrong on held-out answers, 1 in 5 on hard ones (the grader reads a "
+               "point's subject better than its stance): check the quoted words of each ✓. An interview's grades are "
+               "not overruled here; a missed point goes to your weak points, whose Retry opens the nearest quiz card, "
+               "where you can overrule.")
+
 
 def show(text: str, grade: G.Grade, key: str, page: str = "", reference: str = "") -> list[bool]:
     """Draw a graded answer; returns what counts per point after the learner's overrules."""
@@ -92,6 +97,8 @@ def show(text: str, grade: G.Grade, key: str, page: str = "", reference: str = "
         made.append(p.made != flip)
     st.markdown(f"**Your answer, graded** — {sum(made)} of {len(made)} points "
                 f"({round(100 * sum(made) / max(1, len(made)))} %)")
+    if note := G.language_note(text):
+        st.caption(note)
     marked = marks(grade, made)
     st.markdown(f'<div class="sv-graded" style="line-height:1.7">{highlighted(text, grade, made, marked)}</div>',
                 unsafe_allow_html=True)
@@ -129,7 +136,7 @@ def _retry(card_id: str, leave: bool) -> None:
     st.session_state["qa_go"] = leave
 
 
-def weak_points(learner, progress, where: str, rows=None) -> None:
+def weak_points(learner, progress, where: str, rows=None, title: bool = True) -> None:
     """The rubric points this learner missed most often: each with its card, the page that shows it and a button
     that opens the card in the quiz again (for a mock step's point, the bank question nearest to it)."""
     if st.session_state.pop("qa_go", False):
@@ -140,7 +147,8 @@ def weak_points(learner, progress, where: str, rows=None) -> None:
     if not rows:
         return
     cards = G.gradable_cards()
-    st.markdown("**Points you miss most often** (from your graded answers)")
+    st.markdown("**Points you miss most often** (from your graded answers)" if title else
+                "From your graded answers, the points missed most often first:")
     for n, w in enumerate(rows):
         c = cards.get(w["card"])
         if c is None:

@@ -5,6 +5,7 @@ widgets and composes these. `by_id`: the quiz's cards by id (specviz.qa.bank.qui
 from __future__ import annotations
 
 import time
+from types import SimpleNamespace
 
 import streamlit as st
 
@@ -220,7 +221,7 @@ def summary(r, by_id: dict) -> None:
     row.metric("Missed", len(s.missed), help="Cards scoring under 0.8 (they go back to Leitner box 1)", width="content")
     t1, t2 = st.columns(2)
     for col, title, rows in ((t1, "Level", s.by_level), (t2, "Topic", s.by_topic)):
-        col.dataframe([{title: x.name, "Cards": x.cards, "Score": Q.fmt(x.score), "Right %": round(x.percent)}
+        col.dataframe([{title: x.name, "Cards": x.cards, "Score": Q.fmt(x.score), "Points %": round(x.percent)}
                        for x in rows], hide_index=True, width="stretch")
     b1, b2 = st.columns(2)
     if b1.button("New round ↻", key="qa_new", type="primary", width="stretch"):
@@ -256,6 +257,12 @@ def current_round(key: tuple, by_id: dict) -> Q.Round:
     r = st.session_state.get("qa_round")
     retry = st.session_state.pop("qa_retry_card", None)
     if retry in by_id:
+        if r is not None and not Q.needs_new_round(r, key, by_id) and r.scores:  # a round under way goes on after it
+            busy = r.revealed or st.session_state.get(f"qa_grade_{r.number}_{r.i}") is not None
+            if Q.retry_in_round(r, retry, busy):
+                st.session_state["qa_note"] = (f"Retry: “{by_id[retry].prompt[:80]}” is asked "
+                                               f"{'after this card' if busy else 'now'}; your round goes on after it.")
+                return r
         return new_round(key, by_id, [retry])
     return new_round(key, by_id) if Q.needs_new_round(r, key, by_id) else r
 
@@ -264,7 +271,7 @@ def weak_points(learner) -> None:
     weak = progress().weak_points(learner) if learner is not None else []
     if weak:
         with st.expander("Points you miss most often"):
-            GR.weak_points(learner, progress(), "qa", weak)
+            GR.weak_points(learner, progress(), "qa", weak, title=False)
 
 
 def questions(pool) -> None:
@@ -294,7 +301,7 @@ def misconceptions(claims, browsing: bool) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- mock interview
-def countdown(m, limit: int) -> None:
+def countdown(m, limit: int, then: str = "reveal") -> None:
     """The step's timer: a fragment redrawn every second while time is left (the page never blocks)."""
     if m.started is None:
         m.started = time.time()
@@ -305,7 +312,7 @@ def countdown(m, limit: int) -> None:
         if left > 0:
             st.markdown(f"⏱ **{left // 60}:{left % 60:02d}** left for this step")
         else:
-            st.warning("⏱ Time's up: close your answer in one sentence, then reveal.")
+            st.warning(f"⏱ Time's up: close your answer in one sentence, then {then}.")
             if st.session_state.get("qa_mock_ticking"):  # one full rerun stops the ticking
                 st.session_state["qa_mock_ticking"] = False
                 st.rerun()
@@ -314,17 +321,21 @@ def countdown(m, limit: int) -> None:
     show()
 
 
-def verdict_block(mock, scores, rows, learner, recorded: bool, rule_extra: str = "") -> bool:
+def verdict_block(mock, scores, rows, learner, recorded: bool, rule_extra: str = "", steps=None) -> bool:
     """A chain's verdict: level, rule, the steps' table, the weakest step, the level guide and the learner's past
-    results on it (recorded once). Returns whether it is recorded."""
+    results on it (recorded once). `steps`: the rows the scores belong to (a graded interview's table also lists
+    follow-ups, which do not count). Returns whether it is recorded."""
     v = Q.mock_verdict(scores)
+    steps = list(range(len(scores))) if steps is None else steps
     st.subheader(f"Verdict: {v.level} ({Q.LEVEL_NAMES.get(v.level, 'start with the fundamentals')})")
-    st.markdown(f"Mean step score {round(100 * v.mean)} % over {len(scores)} steps. Rule: {Q.VERDICT_RULE}"
-                + (f" {rule_extra}" if rule_extra else ""))
+    extra = len(rows) - len(scores)
+    st.markdown(f"Mean step score {round(100 * v.mean)} % over the chain's {len(scores)} questions"
+                + (f" ({extra} follow-up{'s' if extra > 1 else ''} in the table, not counted)" if extra else "")
+                + f". Rule: {Q.VERDICT_RULE}" + (f" {rule_extra}" if rule_extra else ""))
     st.table(rows, hide_index=True)  # a table wraps "Why asked" (a follow-up quotes the point it follows up)
     weakest = Q.work_on(v, scores)
     if weakest is not None:
-        st.markdown(f"Work on step {weakest + 1} first: _{rows[weakest]['Question']}_")
+        st.markdown(f"Work on step {steps[weakest] + 1} first: _{rows[steps[weakest]]['Question']}_")
     if mock.level_guide:
         with st.container(border=True):
             st.markdown(f"**What separates the levels in this chain**\n\n{mock.level_guide}")
@@ -383,20 +394,23 @@ def mock_step(mock, m, timer: bool, secs: int) -> None:
         st.rerun()
 
 
-def graded_interview(mock, learner) -> None:
-    """Issue 47: the interviewer grades each answer and follows up on the weakest missed point."""
+def graded_interview(mock, learner, timer: bool = False, secs: int = 120) -> None:
+    """Issue 47: the interviewer grades each answer and follows up on the first missed point."""
     state = st.session_state["qa_gmock"] = Q.graded_state(st.session_state.get("qa_gmock"), mock.id)
     nxt = Q.next_question(mock, state["asked"], lambda point, exclude: GR.G.follow_up(point, exclude, GR.encoder()))
     if nxt is None:
         return graded_verdict(mock, state, learner)
-    graded_step(mock, state["asked"], nxt, learner)
+    # each question's clock starts when it is first shown (countdown reads and sets .started)
+    clock = state.setdefault("clocks", {}).setdefault(len(state["asked"]), SimpleNamespace(started=None))
+    graded_step(mock, state["asked"], nxt, learner, clock if timer else None, secs)
 
 
 def graded_verdict(mock, state: dict, learner) -> None:
     asked = state["asked"]
-    scores = [a.score for a in asked]
-    state["recorded"] = verdict_block(mock, scores, Q.asked_rows(asked), learner, state["recorded"],
-                                      Q.FOLLOW_UP_RULE)
+    chain = Q.chain_steps(mock, asked)  # the level comes from the chain's questions; follow-ups are shown
+    scores = [asked[n].score for n in chain]
+    state["recorded"] = verdict_block(mock, scores, Q.asked_rows(mock, asked), learner, state["recorded"],
+                                      Q.FOLLOW_UP_RULE, chain)
     missed = [(n, p) for n, a in enumerate(asked, 1) for p, made, _, _ in a.points if not made]
     if missed:  # what to work on, here and not only in the transcript (the points are the bank's own text)
         with st.expander(f"The points your answers missed ({len(missed)})", expanded=True):
@@ -408,8 +422,9 @@ def graded_verdict(mock, state: dict, learner) -> None:
         st.rerun()
 
 
-def graded_step(mock, asked: list, nxt: tuple[str, str, str], learner) -> None:
-    """One question of a graded interview: asked, answered, graded (and the last answer's grade below)."""
+def graded_step(mock, asked: list, nxt: tuple[str, str, str], learner, clock=None, secs: int = 120) -> None:
+    """One question of a graded interview: asked, answered, graded (and the last answer's grade below); with a
+    `clock`, the question's countdown."""
     card_id, question, why = nxt
     chain = sum(1 for a in asked if a.card.startswith(mock.id + ":"))
     if card_id.startswith(mock.id + ":"):
@@ -418,6 +433,8 @@ def graded_step(mock, asked: list, nxt: tuple[str, str, str], learner) -> None:
         st.metric("Follow-up", f"{len(asked) - chain + 1} of at most {Q.MAX_FOLLOW_UPS}")
     st.caption(f"Asked as {why}" if len(asked) else "The chain's first question.")
     st.markdown(f"### {question}")
+    if clock is not None:
+        countdown(clock, secs, then="press Answer")
     key = f"qa_gmock_mine_{mock.id}_{len(asked)}"
     keep(key)
     st.text_area(f"Your answer (as you would say it; up to {Q.MAX_ANSWER:,} characters)", key=key, height=130,
@@ -436,5 +453,9 @@ def graded_step(mock, asked: list, nxt: tuple[str, str, str], learner) -> None:
     if asked:
         last = asked[-1]
         with st.expander(f"Your last answer: {round(100 * last.score)} % of its points", expanded=False):
-            for p, made, evidence, _ in last.points:
-                st.markdown(f"{'✓' if made else '✗'} {p}" + (f" — “{md_escape(evidence)}”" if evidence else ""))
+            if note := GR.G.language_note(last.answer):
+                st.caption(note)
+            for p, made, evidence, _ in last.points:  # the learner's words verbatim: escaped, never typeset
+                st.markdown(f"{'✓' if made else '✗'} {p}" + (f" — “{GR.quoted(evidence)}”" if evidence else ""),
+                            unsafe_allow_html=True)
+            st.caption(GR.MOCK_CAVEAT)

@@ -151,6 +151,22 @@ class Round:
         return sum(is_right(x) for x in self.scores.values())
 
 
+def retry_in_round(r: Round | None, card: str, busy: bool) -> bool:
+    """A Retry (a weak point on Home or the Q&A page) while a round is under way: the card is asked next and the
+    round goes on after it (a walk in Chromium lost a 10-card round, 3 cards in, to one Retry). `busy`: the card in
+    front of the learner is graded or revealed, so the retried one comes right after it. A card the round asked
+    already is asked again, and its new score replaces the old. False when no round is under way."""
+    if r is None or r.done:
+        return False
+    if card == r.current:
+        return True
+    at = r.i + 1 if busy or r.graded else r.i
+    if card in r.order[at:]:
+        del r.order[r.order.index(card, at)]
+    r.order.insert(at, card)
+    return True
+
+
 def needs_new_round(r: Round | None, key: tuple, known) -> bool:
     """No round yet, other filters than the round's, or a card of it gone from the bank (`known`: the ids now)."""
     return r is None or r.key != key or any(c not in known for c in r.order)
@@ -247,7 +263,7 @@ class Summary:
 
 def summarize(order: Sequence[str], scores: dict[str, float], by_id: dict[str, QuizItem]) -> Summary:
     """A round's summary over the cards answered (in `order`, with a score, still in the bank)."""
-    done = [c for c in order if c in scores and c in by_id]
+    done = list(dict.fromkeys(c for c in order if c in scores and c in by_id))  # a retried card counts once
 
     def rows(attr, names):
         out = []
@@ -266,8 +282,8 @@ def summarize(order: Sequence[str], scores: dict[str, float], by_id: dict[str, Q
 # ---------------------------------------------------------------------------------------------- mock interview
 VERDICT_RULE = ("each step scores the share of its rubric points made; the chain's score is the mean of its step "
                 "scores (every step weighs the same, however many points it has). **L6** when that mean reaches "
-                "80 % and no step falls under 60 % (the deep follow-ups answered too); **L5** when it reaches 50 %; "
-                "**L4** when it reaches 25 %; below 25 % **below L4** (the fundamentals first).")
+                "80 % and no step falls under 60 % (the chain's deep questions answered too); **L5** when it "
+                "reaches 50 %; **L4** when it reaches 25 %; below 25 % **below L4** (the fundamentals first).")
 
 
 @dataclass(frozen=True)
@@ -363,39 +379,51 @@ def asked_from(card_id: str, question: str, why: str, answer: str, grade) -> Ask
                  tuple((p.point, p.made, p.evidence, p.confidence) for p in grade.points), grade.score)
 
 
-def asked_rows(asked: Sequence[Asked]) -> list[dict]:
-    """The verdict's table for a graded interview: one row per question asked, with why it was asked."""
-    return [{"Step": n + 1, "Question": a.question, "Why asked": a.why, "Score": fmt(a.score)}
-            for n, a in enumerate(asked)]
+def asked_rows(mock, asked: Sequence[Asked]) -> list[dict]:
+    """The verdict's table for a graded interview: one row per question asked, with why it was asked and whether
+    it counts in the level (the chain's questions do, follow-ups do not)."""
+    chain = set(chain_steps(mock, asked))
+    return [{"Step": n + 1, "Question": a.question, "Why asked": a.why, "Score": fmt(a.score),
+             "In the level": "yes" if n in chain else "no: a follow-up"} for n, a in enumerate(asked)]
 
 
 MAX_FOLLOW_UPS = 2  # an interview is the chain's questions and at most this many follow-ups, each after one of them
-FOLLOW_UP_RULE = ("After an answer to one of the chain's questions, the interviewer follows up on the point the "
-                  "grader was surest was missed, with the bank question closest to it; after a follow-up, or an "
-                  "answer that makes every point, the chain's next question. Every question of the chain is asked, "
-                  f"and at most {MAX_FOLLOW_UPS} follow-ups in all (the last question's answer can have one too).")
+FOLLOW_UP_RULE = ("After an answer to one of the chain's questions, the interviewer follows up on the first point of "
+                  "its rubric the grader found missing (a rubric lists the heart of the answer first), with the bank "
+                  "question closest to it; after a follow-up, or an answer that makes every point, the chain's next "
+                  "question. Every question of the chain is asked, and at most "
+                  f"{MAX_FOLLOW_UPS} follow-ups in all (the last question's answer can have one too). Follow-ups are "
+                  "graded and shown, but the level comes from the chain's questions alone: a follow-up's question is "
+                  "the grader's pick from the bank, and can stray from the chain.")
+
+
+def chain_steps(mock, asked: Sequence[Asked]) -> list[int]:
+    """Where the chain's own questions sit among the steps asked (the rest are follow-ups)."""
+    return [n for n, a in enumerate(asked) if a.card.startswith(mock.id + ":")]
 
 
 def next_question(mock, asked: list[Asked], pick_follow_up) -> tuple[str, str, str] | None:
     """(card id, question, why) for the next step of a graded interview, or None when it is over. The first
     question is the chain's; after a graded answer to a chain question, `pick_follow_up(missed_point, exclude)`
-    (the grader's follow_up) chooses a card on the weakest missed point, at most MAX_FOLLOW_UPS times; otherwise
+    (the grader's follow_up) chooses a card on the first missed point, at most MAX_FOLLOW_UPS times; otherwise
     the chain's next question. Follow-ups never take a chain question's place: the deep steps the level guide
     judges L6 on are always asked."""
     if not asked:
         return f"{mock.id}:1", mock.steps[0].question, "the chain's first question"
-    chain_steps = sum(1 for a in asked if a.card.startswith(mock.id + ":"))
+    chain = len(chain_steps(mock, asked))
     last = asked[-1]
-    missed = [(conf, p) for p, made, _, conf in last.points if not made]
+    # the first missed point in the rubric's order: a rubric lists the heart of the answer first, its details
+    # after (the point the grader was surest was missed was often a side remark the answer never went near)
+    missed = [p for p, made, _, _ in last.points if not made]
     followed_up = not last.card.startswith(mock.id + ":")
-    if missed and not followed_up and len(asked) - chain_steps < MAX_FOLLOW_UPS:
-        point = max(missed)[1]
+    if missed and not followed_up and len(asked) - chain < MAX_FOLLOW_UPS:
+        point = missed[0]
         card = pick_follow_up(point, [a.card for a in asked])
         if card is not None:
             return card.id, card.question, f"follow-up on what your last answer missed: “{point}”"
-    if chain_steps >= len(mock.steps):
+    if chain >= len(mock.steps):
         return None
-    n = chain_steps + 1
+    n = chain + 1
     return f"{mock.id}:{n}", mock.steps[n - 1].question, f"the chain's question {n}"
 
 
@@ -410,7 +438,7 @@ def transcript(title: str, asked: list[Asked], verdict: Verdict | None) -> str:
         if a.score is not None:
             lines += ["", f"Score: {round(100 * a.score)} %", ""]
     if verdict is not None:
-        lines += [f"## Verdict: {verdict.level}", "", f"Mean step score {round(100 * verdict.mean)} %. Rule: "
-                  + VERDICT_RULE.replace("**", ""), "", FOLLOW_UP_RULE]
+        lines += [f"## Verdict: {verdict.level}", "", f"Mean score of the chain's questions "
+                  f"{round(100 * verdict.mean)} %. Rule: " + VERDICT_RULE.replace("**", ""), "", FOLLOW_UP_RULE]
     return "\n".join(lines) + "\n"
 
