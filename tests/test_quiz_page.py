@@ -422,6 +422,12 @@ def test_the_graded_mock_follows_up_on_what_the_first_answer_missed():
     assert [a.card for a in asked] == [first]
     assert any(m.value == f"### {follow.question}" for m in at.markdown)  # the follow-up, not a fixed chain
     assert any("follow-up on what your last answer missed" in c.value for c in at.caption)
+    other = qa.bank().mocks[1].id  # another chain and back: the interview resumes where it was
+    at.selectbox(key="qa_mock_pick").set_value(other).run()
+    assert at.session_state["qa_gmock"]["id"] == other and not at.session_state["qa_gmock"]["asked"]
+    at.selectbox(key="qa_mock_pick").set_value(mock.id).run()
+    assert [a.card for a in at.session_state["qa_gmock"]["asked"]] == [first]
+    assert any(m.value == f"### {follow.question}" for m in at.markdown)
     n = 1
     while at.session_state["qa_gmock"]["asked"] and n < len(mock.steps) + Q.MAX_FOLLOW_UPS and \
             any(b.key == "qa_gmock_answer" for b in at.button):
@@ -482,3 +488,20 @@ def test_a_weak_point_from_a_mock_step_links_a_page_and_retries_the_nearest_card
     if "qa_round" not in at.session_state:  # Home asked for the switch: the next run is the Q&A page
         at.switch_page(PAGE).run()
     assert rnd(at).order[rnd(at).i] == near.id
+
+
+def test_a_retry_during_a_round_keeps_the_round():
+    """A walk in Chromium lost a 10-card round, 2 cards in, to one Retry on a weak point: now the card is asked
+    next and the round goes on after it."""
+    at = open_page("Quiz")
+    answer(at, True)
+    answer(at, False)
+    before = list(rnd(at).order)
+    retry = next(c for c in items() if c not in before)
+    at.session_state["qa_retry_card"] = retry  # as a weak point's Retry button does
+    at.run()
+    ok(at)
+    r = rnd(at)
+    assert r.order == before[:2] + [retry] + before[2:] and r.current == retry and len(r.scores) == 2
+    assert metric(at, "Question") == f"3 of {len(before) + 1}"
+    assert any(c.value.startswith("Retry: ") and "your round goes on after it" in c.value for c in at.caption)

@@ -4,6 +4,7 @@ and the misconceptions list. The rules are specviz.practice.quiz (no Streamlit);
 widgets and composes these. `by_id`: the quiz's cards by id (specviz.qa.bank.quiz_items), as the page read them."""
 from __future__ import annotations
 
+import textwrap
 import time
 from types import SimpleNamespace
 
@@ -260,8 +261,9 @@ def current_round(key: tuple, by_id: dict) -> Q.Round:
         if r is not None and not Q.needs_new_round(r, key, by_id) and r.scores:  # a round under way goes on after it
             busy = r.revealed or st.session_state.get(f"qa_grade_{r.number}_{r.i}") is not None
             if Q.retry_in_round(r, retry, busy):
-                st.session_state["qa_note"] = (f"Retry: “{by_id[retry].prompt[:80]}” is asked "
-                                               f"{'after this card' if busy else 'now'}; your round goes on after it.")
+                what = textwrap.shorten(by_id[retry].prompt, 100, placeholder="…")
+                st.session_state["qa_note"] = (f"Retry: “{what}” is asked {'after this card' if busy else 'now'}; "
+                                               "your round goes on after it.")
                 return r
         return new_round(key, by_id, [retry])
     return new_round(key, by_id) if Q.needs_new_round(r, key, by_id) else r
@@ -396,7 +398,9 @@ def mock_step(mock, m, timer: bool, secs: int) -> None:
 
 def graded_interview(mock, learner, timer: bool = False, secs: int = 120) -> None:
     """Issue 47: the interviewer grades each answer and follows up on the first missed point."""
-    state = st.session_state["qa_gmock"] = Q.graded_state(st.session_state.get("qa_gmock"), mock.id)
+    # one interview per chain in this tab: picking another chain and back resumes where it was
+    states = st.session_state.setdefault("qa_gmocks", {})
+    state = st.session_state["qa_gmock"] = states.setdefault(mock.id, Q.graded_state(None, mock.id))
     nxt = Q.next_question(mock, state["asked"], lambda point, exclude: GR.G.follow_up(point, exclude, GR.encoder()))
     if nxt is None:
         return graded_verdict(mock, state, learner)
@@ -419,6 +423,7 @@ def graded_verdict(mock, state: dict, learner) -> None:
                        file_name=f"{mock.id}-transcript.md", mime="text/markdown", key="qa_gmock_dl")
     if st.button("Take this interview again ↻", key="qa_gmock_again", type="primary"):
         st.session_state.pop("qa_gmock", None)
+        st.session_state.get("qa_gmocks", {}).pop(mock.id, None)
         st.rerun()
 
 

@@ -8,7 +8,7 @@
   A score of at least RIGHT (0.8) counts as right, as in the Leitner boxes (specviz.practice.progress).
 - A round's summary: score by level and by topic, and the cards missed.
 - A mock interview's verdict: L4 / L5 / L6 from the rubric scores of its steps, by the rule VERDICT_RULE.
-- A graded mock interview (issue 47): the next question (a follow-up on the weakest missed point, else the chain's
+- A graded mock interview (issue 47): the next question (a follow-up on the first missed point, else the chain's
   next step; FOLLOW_UP_RULE), its state, and the transcript.
 """
 from __future__ import annotations
