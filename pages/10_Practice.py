@@ -21,6 +21,8 @@ st.caption("Numbers an interviewer throws at you, with exact answers: accept or 
            "pass, the walltime factor, the best K, KV-cache GiB, the roofline, beam ranking — and the same questions "
            "on the embedded model's own cycles (*live*). Answer, check, read the worked solution; the same seed always "
            "gives the same drill (`python -m specviz drill --kind KIND --seed N`).")
+st.page_link("pages/6_Interview_QA.py", label="Explanations instead of numbers: the quiz and mock interviews grade "
+             "your typed answers point by point", icon=BY_PATH["pages/6_Interview_QA.py"].icon)
 
 MIXED, MIXED_LIVE = "Mixed: formulas", "Mixed: live model"
 titles = {MIXED: None, MIXED_LIVE: None} | {k.title: k.name for k in DRILLS.values()}

@@ -71,7 +71,8 @@ def browse() -> None:
     st.caption(f"{total} questions{f', {PER_PAGE} at a time' if pages > 1 else ''}. L4: fundamentals · L5: mechanics "
                "and trade-offs · L6: systems and design. "
                "Each opens on what to say in 30 seconds. Figures measured by SpecViz are quoted from the model card "
-               "(models/README.md) or the benchmark (docs/bench-*.json), with their date.")
+               "(models/README.md) or the benchmark (docs/bench-*.json), with their date. To have your own answers "
+               "graded point by point, switch to **Quiz** or **Mock interview** above.")
     QU.questions(pool)
 
 

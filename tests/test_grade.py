@@ -334,3 +334,16 @@ def test_an_answer_in_another_language_is_told_so():
     for english in ("reject -> resid = p minus x, renorm", "The target verifies all K drafts in one forward pass and "
                     "the output is exactly the target's.", "K+1 logits; accept w.p. min(1, p/q)"):
         assert G.language_note(english) is None
+
+
+@needs_model
+def test_a_hint_is_not_what_the_answer_already_says():
+    """A walk in Chromium: "So a cycle yields up to K+1 tokens." missed "One token is sampled from it at no extra
+    target cost, so a cycle yields up to K+1", and the hint was the learner's own sentence."""
+    reference = ("When all K drafts are accepted, the verify pass has already computed the target's distribution after "
+                 "the last draft, so one more token is sampled from it at no extra target cost. A cycle therefore "
+                 "yields up to K+1 tokens.")
+    point = "One token is sampled from it at no extra target cost, so a cycle yields up to K+1"
+    assert G.hint(point, reference) == "A cycle therefore yields up to K+1 tokens."
+    h = G.hint(point, reference, answer="So a cycle yields up to K+1 tokens.")
+    assert "no extra target cost" in h and h.removeprefix("…") in reference

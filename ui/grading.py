@@ -116,7 +116,7 @@ def show(text: str, grade: G.Grade, key: str, page: str = "", reference: str = "
             hint = f"✗ **{n + 1}.** {p.point}{tag}"
             if not over and reference and encoder() is not None:
                 # the hint is the bank's own text (trusted Markdown with its maths), not the learner's
-                hint += "  \n&nbsp;&nbsp;&nbsp;Hint: " + G.hint(p.point, reference, encoder())
+                hint += "  \n&nbsp;&nbsp;&nbsp;Hint: " + G.hint(p.point, reference, encoder(), answer=text)
             c1.markdown(hint)
         c2.toggle("Overrule", key=f"{key}_over_{n}",
                   help="You disagree with the grader on this point: it counts the other way, and is stored as "

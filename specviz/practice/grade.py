@@ -635,9 +635,10 @@ def follow_up(point: str, exclude=(), encoder: Encoder | None = None, twin: floa
     return cards[pool[int(enc.torch.argmax(sims))].id]
 
 
-def hint(point: str, reference: str, encoder: Encoder | None = None, limit: int = 180) -> str:
+def hint(point: str, reference: str, encoder: Encoder | None = None, limit: int = 180, answer: str = "") -> str:
     """One line to help with a missed point: the sentence or clause of the card's model answer closest to it
-    (a clause from the middle of a sentence begins with "…")."""
+    (a clause from the middle of a sentence begins with "…"), skipping one the learner's `answer` already says in
+    its words (a walk in Chromium got its own sentence back as the hint: the point needed its other half)."""
     enc = encoder or default_encoder()
     text = re.sub(r"\s+", " ", str(reference or "")).strip()
     pieces = []
@@ -651,6 +652,8 @@ def hint(point: str, reference: str, encoder: Encoder | None = None, limit: int 
     # whole maths only: a piece cut inside $...$ would not render, and it is never truncated
     sentences = list(dict.fromkeys(t for t in (text[a:b].strip(" ,;") for a, b in pieces)
                                    if len(t.split()) >= 4 and t.count("$") % 2 == 0 and len(t) <= limit))[:60]
+    said = _stems(answer) | {"there", "thus", "hence", "also", "just", "simpl", "indee"}  # therefore, simply …
+    sentences = [t for t in sentences if _stems(t) - said] if answer else sentences
     if not sentences:
         return point
     best = sentences[int(enc.torch.argmax(enc.cached(sentences) @ enc.cached([point])[0]))]
