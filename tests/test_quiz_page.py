@@ -353,6 +353,8 @@ def test_graded_quiz_card_overrule_and_leitner():
     gkey = f"qa_grade_{r.number}_{r.i}"
     _, g = at.session_state[gkey]
     assert g == G.grade(G.card("what-is-spec"), text)  # the page shows the grader's own verdict
+    made_n = sum(p.made for p in g.points)
+    assert [t.value for t in at.toast] == [f"Graded: {made_n} of {len(g.points)} points, each below."]
     assert any("Your answer, graded" in m.value for m in at.markdown)
     assert any("better than its stance" in c.value for c in at.caption)  # the grader's measured weakness, said
     shown = " ".join(m.value for m in at.markdown)

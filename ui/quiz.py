@@ -89,6 +89,8 @@ def grade_now(r, item, gkey: str) -> None:
             st.warning(g)  # one line; nothing stored
             return
         st.session_state[gkey] = (st.session_state.get(key, ""), g)
+        # the grade is drawn below the answer box, under the fold of a laptop screen: say it where the eye is
+        st.session_state["qa_toast"] = f"Graded: {sum(p.made for p in g.points)} of {len(g.points)} points, each below."
         r.revealed = True
         st.rerun()
 
@@ -102,6 +104,8 @@ def graded_card(r, item) -> None:
     if graded is None:
         return grade_now(r, item, gkey)
     text, g = graded
+    if toast := st.session_state.pop("qa_toast", None):
+        st.toast(toast, icon="📝")
     if st.session_state.get(key, "") != text:  # edited since it was graded: the grade below is of the old text
         st.info("You changed your answer after it was graded: the grade below is of the earlier text.")
         if st.button("Grade my answer again", key="qa_regrade"):
