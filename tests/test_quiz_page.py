@@ -355,6 +355,8 @@ def test_graded_quiz_card_overrule_and_leitner():
     assert g == G.grade(G.card("what-is-spec"), text)  # the page shows the grader's own verdict
     made_n = sum(p.made for p in g.points)
     assert [t.value for t in at.toast] == [f"Graded: {made_n} of {len(g.points)} points, each below."]
+    at.run()
+    assert not at.toast  # said once, not on every run
     assert any("Your answer, graded" in m.value for m in at.markdown)
     assert any("better than its stance" in c.value for c in at.caption)  # the grader's measured weakness, said
     shown = " ".join(m.value for m in at.markdown)
@@ -447,6 +449,10 @@ def test_the_graded_mock_follows_up_on_what_the_first_answer_missed():
     v = Q.mock_verdict([a.score for a in asked if a.card.startswith(mock.id + ":")])  # follow-ups not counted
     assert any(s.value.startswith(f"Verdict: {v.level}") for s in at.subheader)
     assert any(f"over the chain's {len(mock.steps)} questions" in m.value for m in at.markdown)
+    at_chain = Q.chain_steps(mock, asked)
+    weakest = Q.work_on(v, [asked[n].score for n in at_chain])
+    if weakest is not None:  # the step to work on is named by its row in the table, follow-ups included
+        assert any(m.value.startswith(f"Work on step {at_chain[weakest] + 1} first") for m in at.markdown)
     md = Q.transcript(mock.title, asked, v)
     assert md.startswith(f"# Mock interview: {mock.title}") and follow.question in md and answer in md
     assert len(at.get("download_button")) == 1

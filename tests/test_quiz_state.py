@@ -194,13 +194,17 @@ def test_a_retry_during_a_round_is_asked_next_and_the_round_goes_on():
     r = Q.Round(["a", "b", "c", "d"])
     r.grade(1.0)
     r.next()  # on "b", nothing typed or graded yet
-    assert Q.retry_in_round(r, "x", busy=False) and r.order == ["a", "x", "b", "c", "d"] and r.current == "x"
-    assert Q.retry_in_round(r, "d", busy=True) and r.order == ["a", "x", "d", "b", "c"]  # after the card shown
-    assert Q.retry_in_round(r, "x", busy=False) and r.order == ["a", "x", "d", "b", "c"]  # it is the current card
-    assert Q.retry_in_round(r, "a", busy=False) and r.order[:2] == ["a", "a"] and r.current == "a"  # asked again
+    assert Q.retry_in_round(r, "x", busy=False) == "now" and r.order == ["a", "x", "b", "c", "d"] and r.current == "x"
+    assert Q.retry_in_round(r, "d", busy=True) == "next" and r.order == ["a", "x", "d", "b", "c"]  # after the shown
+    assert Q.retry_in_round(r, "x", busy=False) == "here" and r.order == ["a", "x", "d", "b", "c"]  # it is shown
+    assert Q.retry_in_round(r, "a", busy=False) == "now" and r.order[:2] == ["a", "a"] and r.current == "a"
+    assert not r.graded and r.scores == {"a": 1.0}  # asked again: open, its old score counts until the new one
     r.grade(0.5)
+    assert r.graded and Q.retry_in_round(r, "a", busy=False) == "next" and r.order[1:3] == ["a", "a"]
+    r.next()
+    assert r.current == "a" and not r.graded  # the second asking opens ungraded too
     by_id = {c: SimpleNamespace(level="L4", topic="t") for c in "axdbc"}
     s = Q.summarize(r.order, r.scores, by_id)
-    assert (s.cards, s.score) == (1, 0.5)  # counted once, with its new score
+    assert (s.cards, s.score) == (1, 0.5)  # counted once, with its newest score
     r.i = len(r.order)
-    assert not Q.retry_in_round(r, "x", busy=False) and not Q.retry_in_round(None, "x", busy=False)
+    assert Q.retry_in_round(r, "x", busy=False) is None and Q.retry_in_round(None, "x", busy=False) is None

@@ -4,6 +4,7 @@ and the misconceptions list. The rules are specviz.practice.quiz (no Streamlit);
 widgets and composes these. `by_id`: the quiz's cards by id (specviz.qa.bank.quiz_items), as the page read them."""
 from __future__ import annotations
 
+import html
 import textwrap
 import time
 from types import SimpleNamespace
@@ -264,10 +265,13 @@ def current_round(key: tuple, by_id: dict) -> Q.Round:
     if retry in by_id:
         if r is not None and not Q.needs_new_round(r, key, by_id) and r.scores:  # a round under way goes on after it
             busy = r.revealed or st.session_state.get(f"qa_grade_{r.number}_{r.i}") is not None
-            if Q.retry_in_round(r, retry, busy):
+            when = Q.retry_in_round(r, retry, busy)
+            if when is not None:
                 what = textwrap.shorten(by_id[retry].prompt, 100, placeholder="…")
-                st.session_state["qa_note"] = (f"Retry: “{what}” is asked {'after this card' if busy else 'now'}; "
-                                               "your round goes on after it.")
+                st.session_state["qa_note"] = f"Retry: “{what}” " + {
+                    "now": "is asked now; your round goes on after it.",
+                    "next": "is asked after this card; your round goes on after it.",
+                    "here": "is the card in front of you."}[when]
                 return r
         return new_round(key, by_id, [retry])
     return new_round(key, by_id) if Q.needs_new_round(r, key, by_id) else r
@@ -404,7 +408,7 @@ def graded_interview(mock, learner, timer: bool = False, secs: int = 120) -> Non
     """Issue 47: the interviewer grades each answer and follows up on the first missed point."""
     # one interview per chain in this tab: picking another chain and back resumes where it was
     states = st.session_state.setdefault("qa_gmocks", {})
-    state = st.session_state["qa_gmock"] = states.setdefault(mock.id, Q.graded_state(None, mock.id))
+    state = st.session_state["qa_gmock"] = states[mock.id] = Q.graded_state(states.get(mock.id), mock.id)
     nxt = Q.next_question(mock, state["asked"], lambda point, exclude: GR.G.follow_up(point, exclude, GR.encoder()))
     if nxt is None:
         return graded_verdict(mock, state, learner)
@@ -435,8 +439,8 @@ def graded_step(mock, asked: list, nxt: tuple[str, str, str], learner, clock=Non
     """One question of a graded interview: asked, answered, graded (and the last answer's grade below); with a
     `clock`, the question's countdown."""
     card_id, question, why = nxt
-    chain = sum(1 for a in asked if a.card.startswith(mock.id + ":"))
-    if card_id.startswith(mock.id + ":"):
+    chain = len(Q.chain_steps(mock, asked))
+    if Q.is_chain(mock, card_id):
         st.metric("Chain question", f"{chain + 1} of {len(mock.steps)}")
     else:
         st.metric("Follow-up", f"{len(asked) - chain + 1} of at most {Q.MAX_FOLLOW_UPS}")
@@ -465,6 +469,6 @@ def graded_step(mock, asked: list, nxt: tuple[str, str, str], learner, clock=Non
             if note := GR.G.language_note(last.answer):
                 st.caption(note)
             for p, made, evidence, _ in last.points:  # the learner's words verbatim: escaped, never typeset
-                st.markdown(f"{'✓' if made else '✗'} {p}" + (f" — “{GR.quoted(evidence)}”" if evidence else ""),
-                            unsafe_allow_html=True)
+                st.markdown(f"{'✓' if made else '✗'} {html.escape(p, quote=False)}"
+                            + (f" — “{GR.quoted(evidence)}”" if evidence else ""), unsafe_allow_html=True)
             st.caption(GR.MOCK_CAVEAT)

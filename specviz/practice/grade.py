@@ -22,6 +22,7 @@ import json
 import math
 import pathlib
 import re
+import unicodedata
 import warnings
 from dataclasses import dataclass
 
@@ -395,24 +396,33 @@ def check_answer(answer: str) -> str:
     if len(text) > MAX_ANSWER:
         raise SpecVizError(f"An answer is at most {MAX_ANSWER:,} characters (this one has {len(text):,}).")
     if not re.search(r"[A-Za-z]{2,}", text):
-        if any(c.isalpha() for c in text):  # words, in another script
+        if len(_foreign(text)) >= 2:  # words, in another script
             raise SpecVizError("The grader reads English only: say it in English, as you would to an interviewer.")
         raise SpecVizError("That answer has no words to grade: say it as you would to an interviewer.")
     return text
 
 
+def _foreign(text: str) -> list[str]:
+    """The letters of scripts other than Latin and Greek (Greek letters are maths here: α, Σ)."""
+    return [c for c in text if c.isalpha() and not c.isascii() and not unicodedata.name(c, "").startswith(
+        ("LATIN", "GREEK"))]
+
+
 _ENGLISH = frozenset("the a an is are of to and in that it for with on this be not by from as at or which".split())
-_OTHER = frozenset("le la les des est une un pour dans avec que qui du au sont pas ist und der die das nicht ein eine "
-                   "mit zu den von el los las por para con es una del se lo il di che per non sono della".split())
+# common short words of French, German, Spanish and Italian that English text (of this subject) does not use: not
+# "per", "con", "die", "se", which it does
+_OTHER = frozenset("le la les des est une un pour dans avec que qui du au sont pas ist und der das nicht ein eine "
+                   "mit zu den von el los las por para es una del lo il di che non sono della".split())
 
 
 def language_note(text: str) -> str | None:
     """One line when an answer looks written in another language than English (its common short words are French,
-    German, Spanish or Italian ones more than English ones): the grader reads English, so a point made in other
-    words of another language is missed, and the learner should know why."""
+    German, Spanish or Italian ones more than English ones, or a third of its letters are of another script): the
+    grader reads English, so a point made in another language is missed, and the learner should know why."""
     words = re.findall(r"[^\W\d_]+", str(text).lower())
     other, english = sum(w in _OTHER for w in words), sum(w in _ENGLISH for w in words)
-    if other >= 3 and other > english:
+    letters = sum(c.isalpha() for c in str(text))
+    if other >= 3 and other > english or len(_foreign(str(text))) > 0.3 * letters:
         return ("This answer looks written in another language than English: the grader reads English only, so "
                 "points made in another language are counted as missed.")
     return None

@@ -117,6 +117,7 @@ class Round:
     i: int = 0
     scores: dict[str, float] = field(default_factory=dict)
     revealed: bool = False  # the current card's answer is shown
+    graded_at: set[int] = field(default_factory=set)  # the positions scored (a retried card can be asked twice)
 
     @property
     def done(self) -> bool:
@@ -129,11 +130,12 @@ class Round:
     @property
     def graded(self) -> bool:
         """The current card has its score (true/false and code cards: graded before moving on)."""
-        return self.current is not None and self.current in self.scores
+        return self.current is not None and self.i in self.graded_at
 
     def grade(self, score: float) -> float:
         score = min(max(float(score), 0.0), 1.0)
         self.scores[self.order[self.i]] = score
+        self.graded_at.add(self.i)
         self.revealed = True
         return score
 
@@ -151,20 +153,27 @@ class Round:
         return sum(is_right(x) for x in self.scores.values())
 
 
-def retry_in_round(r: Round | None, card: str, busy: bool) -> bool:
+def retry_in_round(r: Round | None, card: str, busy: bool) -> str | None:
     """A Retry (a weak point on Home or the Q&A page) while a round is under way: the card is asked next and the
     round goes on after it (a walk in Chromium lost a 10-card round, 3 cards in, to one Retry). `busy`: the card in
     front of the learner is graded or revealed, so the retried one comes right after it. A card the round asked
-    already is asked again, and its new score replaces the old. False when no round is under way."""
+    already is asked again (its old score counts until the new one replaces it). Returns "now", "next" (after the
+    card shown), "here" (it is the card shown, not yet answered), or None when no round is under way."""
     if r is None or r.done:
-        return False
-    if card == r.current:
-        return True
-    at = r.i + 1 if busy or r.graded else r.i
+        return None
+    busy = busy or r.graded
+    if card == r.current and not busy:
+        return "here"
+    at = r.i + 1 if busy else r.i
     if card in r.order[at:]:
         del r.order[r.order.index(card, at)]
-    r.order.insert(at, card)
-    return True
+    r.order.insert(at, card)  # asked again if the round had it: ungraded there (Round.graded is by position)
+    return "next" if busy else "now"
+
+
+def is_chain(mock, card_id: str) -> bool:
+    """A graded interview's step is one of the chain's own questions (its id is "<chain>:<n>"), not a follow-up."""
+    return card_id.startswith(mock.id + ":")
 
 
 def needs_new_round(r: Round | None, key: tuple, known) -> bool:
@@ -390,8 +399,8 @@ def asked_rows(mock, asked: Sequence[Asked]) -> list[dict]:
 MAX_FOLLOW_UPS = 2  # an interview is the chain's questions and at most this many follow-ups, each after one of them
 FOLLOW_UP_RULE = ("After an answer to one of the chain's questions, the interviewer follows up on the first point of "
                   "its rubric the grader found missing (a rubric lists the heart of the answer first), with the bank "
-                  "question closest to it; after a follow-up, or an answer that makes every point, the chain's next "
-                  "question. Every question of the chain is asked, and at most "
+                  "question closest to it; after a follow-up, an answer that makes every point, or a point no bank "
+                  "question fits, the chain's next question. Every question of the chain is asked, and at most "
                   f"{MAX_FOLLOW_UPS} follow-ups in all (the last question's answer can have one too). Follow-ups are "
                   "graded and shown, but the level comes from the chain's questions alone: a follow-up's question is "
                   "the grader's pick from the bank, and can stray from the chain.")
@@ -399,7 +408,7 @@ FOLLOW_UP_RULE = ("After an answer to one of the chain's questions, the intervie
 
 def chain_steps(mock, asked: Sequence[Asked]) -> list[int]:
     """Where the chain's own questions sit among the steps asked (the rest are follow-ups)."""
-    return [n for n, a in enumerate(asked) if a.card.startswith(mock.id + ":")]
+    return [n for n, a in enumerate(asked) if is_chain(mock, a.card)]
 
 
 def next_question(mock, asked: list[Asked], pick_follow_up) -> tuple[str, str, str] | None:
@@ -415,7 +424,7 @@ def next_question(mock, asked: list[Asked], pick_follow_up) -> tuple[str, str, s
     # the first missed point in the rubric's order: a rubric lists the heart of the answer first, its details
     # after (the point the grader was surest was missed was often a side remark the answer never went near)
     missed = [p for p, made, _, _ in last.points if not made]
-    followed_up = not last.card.startswith(mock.id + ":")
+    followed_up = not is_chain(mock, last.card)
     if missed and not followed_up and len(asked) - chain < MAX_FOLLOW_UPS:
         point = missed[0]
         card = pick_follow_up(point, [a.card for a in asked])
