@@ -331,7 +331,7 @@ def test_an_answer_in_another_language_is_told_so():
     french = ("Le modèle cible vérifie tous les jetons du brouillon en une seule passe, et la distribution de sortie "
               "est exactement celle de la cible.")
     assert "English only" in G.language_note(french)
-    assert "English only" in G.language_note("目标模型在一次前向传播中验证所有草稿, KV cache 也要裁剪")  # mostly Chinese
+    assert "English only" in G.language_note("目标模型在一次前向传播中验证所有草稿, KV cache 也要裁剪")  # Chinese
     for english in ("reject -> resid = p minus x, renorm", "The target verifies all K drafts in one forward pass and "
                     "the output is exactly the target's.", "K+1 logits; accept w.p. min(1, p/q)",
                     "Cost per token, per draft, per cycle: c per step, con and pro, die size.", "α = 0.7, Σ min(p, q)"):

@@ -74,6 +74,21 @@ def test_every_record_reads_back_the_same_on_both_backends(store_target, opened)
     assert p.version() == 1
 
 
+def test_a_mock_steps_overrule_restates_its_points_and_the_verdict(store_target, opened):
+    """A graded interview's step is overruled after its points (and maybe the verdict) were recorded: the rows are
+    restated in place, stored as overruled, and the verdict follows; other answers are untouched."""
+    p = opened(store_target)
+    me = p.learner("Ada")
+    at = p.record_points(me, "m:1", [(0, "exact", False, False), (1, "one pass", True, True)], now=5.5)
+    p.record_points(me, "m:1", [(0, "exact", False, False)], now=7.25)  # another answer to the same step
+    when = p.record_mock(me, "m", "L4", 0.5, now=9.125)
+    assert (at, when) == (5.5, 9.125)
+    p.restate_points(me, "m:1", at, [(0, "exact", False, True), (1, "one pass", True, True)])
+    p.restate_mock(me, "m", when, "L6", 1.0)
+    assert p.overrules(me) == (1, 3) and p.mocks(me) == [("m", "L6", 1.0)]
+    assert [(w["point"], w["missed"], w["asked"]) for w in p.weak_points(me)] == [(0, 1, 2)]
+
+
 def test_names_are_bounded():
     for bad in ("", "   ", "x" * 41, "a\x00b"):
         with pytest.raises(SpecVizError):

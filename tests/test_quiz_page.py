@@ -513,3 +513,39 @@ def test_a_retry_during_a_round_keeps_the_round():
     assert r.order == before[:2] + [retry] + before[2:] and r.current == retry and len(r.scores) == 2
     assert metric(at, "Question") == f"3 of {len(before) + 1}"
     assert any(c.value.startswith("Retry: ") and "your round goes on after it" in c.value for c in at.caption)
+
+
+@needs_grader
+def test_a_graded_mock_step_is_overruled_and_the_verdict_follows():
+    """A walk in Chromium: a wrong ✗ in a mock interview became a weak point and a lower level, with no way to
+    correct it. Now each step's points can be overruled: stored as overruled, and the verdict follows."""
+    mock = qa.bank().mocks[0]
+    name = f"overruler {uuid.uuid4().hex[:8]}"
+    at = open_page("Mock interview", name=name, self_tick=False)
+    at.text_area(key=f"qa_gmock_mine_{mock.id}_0").set_value("A small model guesses tokens.").run()
+    at.button(key="qa_gmock_answer").click().run()
+    ok(at)
+    a = at.session_state["qa_gmock"]["asked"][0]
+    j = next(k for k, (_, made, _, _) in enumerate(a.points) if not made)
+    before = a.score
+    at.toggle(key=f"qa_gmock_over_{mock.id}_0_{j}").set_value(True).run()
+    ok(at)
+    a = at.session_state["qa_gmock"]["asked"][0]
+    assert Q.overruled(a, j) and a.score == pytest.approx(before + 1 / len(a.points))
+    p = Progress()
+    me = p.learner(name)
+    assert p.overrules(me) == (1, len(a.points))
+    assert any("(overruled by you)" in m.value for m in at.markdown)
+    n = 1
+    while any(b.key == "qa_gmock_answer" for b in at.button):
+        at.text_area(key=f"qa_gmock_mine_{mock.id}_{n}").set_value("It is exact.").run()
+        at.button(key="qa_gmock_answer").click().run()
+        ok(at)
+        n += 1
+    recorded = p.mocks(me)[-1]
+    at.toggle(key=f"qa_gmock_over_{mock.id}_0_{j}").set_value(False).run()  # on the verdict screen, back
+    ok(at)
+    asked = at.session_state["qa_gmock"]["asked"]
+    v = Q.mock_verdict([asked[k].score for k in Q.chain_steps(mock, asked)])
+    assert p.mocks(me)[-1] == (mock.id, v.level, pytest.approx(v.mean)) and v.mean < recorded[2]
+    assert p.overrules(me)[0] == 0 and len(p.mocks(me)) == 1  # restated in place, never a second row

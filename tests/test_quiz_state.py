@@ -208,3 +208,20 @@ def test_a_retry_during_a_round_is_asked_next_and_the_round_goes_on():
     assert (s.cards, s.score) == (1, 0.5)  # counted once, with its newest score
     r.i = len(r.order)
     assert Q.retry_in_round(r, "x", busy=False) is None and Q.retry_in_round(None, "x", busy=False) is None
+
+
+def test_a_mock_steps_point_can_be_overruled_and_back():
+    grade = SimpleNamespace(points=[SimpleNamespace(point="p0", made=True, evidence="said it", confidence=0.8),
+                                    SimpleNamespace(point="p1", made=False, evidence=None, confidence=0.7)], score=0.5)
+    a = Q.asked_from("m:1", "Q1?", "the chain's first question", "an answer", grade)
+    assert a.graded == (True, False) and not Q.overruled(a, 1)
+    Q.overrule(a, 1)
+    assert a.score == 1.0 and Q.overruled(a, 1) and not Q.overruled(a, 0)
+    assert Q.asked_point_rows(a) == [(0, "p0", True, True), (1, "p1", False, True)]  # stored as overruled
+    md = Q.transcript("A chain", [a], None)
+    assert "- ✓ p1 (overruled by you)\n" in md and "- ✓ p0 — “said it”" in md
+    Q.overrule(a, 0)  # the made point overruled: its evidence is no longer quoted as making it
+    assert a.score == 0.5 and "- ✗ p0 (overruled by you)\n" in Q.transcript("A chain", [a], None)
+    Q.overrule(a, 1)
+    Q.overrule(a, 0)  # and back: the grader's own again
+    assert a.score == 0.5 and a.points[0][1] and not any(Q.overruled(a, n) for n in range(2))

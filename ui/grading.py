@@ -83,9 +83,7 @@ CAVEAT = ("About 1 credited point in 10 is wrong on held-out answers, 1 in 5 on 
           "Check the highlighted words of each ✓ and overrule what they do not say; a ✗ you said in other words, "
           "overrule too.")
 
-MOCK_CAVEAT = (CAVEAT.split(" Check the")[0] + " Check the quoted words of each ✓. An interview's grades are not "
-               "overruled here; a missed point goes to your weak points, whose Retry opens the nearest quiz card, "
-               "where you can overrule.")
+MOCK_CAVEAT = CAVEAT.replace("highlighted words", "quoted words")
 
 
 def show(text: str, grade: G.Grade, key: str, page: str = "", reference: str = "") -> list[bool]:

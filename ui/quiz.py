@@ -331,10 +331,10 @@ def countdown(m, limit: int, then: str = "reveal") -> None:
     show()
 
 
-def verdict_block(mock, scores, rows, learner, recorded: bool, rule_extra: str = "", steps=None) -> bool:
+def verdict_block(mock, scores, rows, learner, recorded, rule_extra: str = "", steps=None):
     """A chain's verdict: level, rule, the steps' table, the weakest step, the level guide and the learner's past
     results on it (recorded once). `steps`: the rows the scores belong to (a graded interview's table also lists
-    follow-ups, which do not count). Returns whether it is recorded."""
+    follow-ups, which do not count). Returns `recorded`, or when it was recorded now (Progress.restate_mock)."""
     v = Q.mock_verdict(scores)
     steps = list(range(len(scores))) if steps is None else steps
     st.subheader(f"Verdict: {v.level} ({Q.LEVEL_NAMES.get(v.level, 'start with the fundamentals')})")
@@ -351,8 +351,7 @@ def verdict_block(mock, scores, rows, learner, recorded: bool, rule_extra: str =
             st.markdown(f"**What separates the levels in this chain**\n\n{mock.level_guide}")
     if learner is not None:
         if not recorded:
-            progress().record_mock(learner, mock.id, v.level, v.mean)
-            recorded = True
+            recorded = progress().record_mock(learner, mock.id, v.level, v.mean)
         st.caption("Your results on this chain so far: " + Q.past_results(progress().mocks(learner), mock.id))
     return recorded
 
@@ -414,7 +413,7 @@ def graded_interview(mock, learner, timer: bool = False, secs: int = 120) -> Non
         return graded_verdict(mock, state, learner)
     # each question's clock starts when it is first shown (countdown reads and sets .started)
     clock = state.setdefault("clocks", {}).setdefault(len(state["asked"]), SimpleNamespace(started=None))
-    graded_step(mock, state["asked"], nxt, learner, clock if timer else None, secs)
+    graded_step(mock, state, nxt, learner, clock if timer else None, secs)
 
 
 def graded_verdict(mock, state: dict, learner) -> None:
@@ -427,6 +426,11 @@ def graded_verdict(mock, state: dict, learner) -> None:
     if missed:  # what to work on, here and not only in the transcript (the points are the bank's own text)
         with st.expander(f"The points your answers missed ({len(missed)})", expanded=True):
             st.markdown("\n".join(f"- step {n}: {p}" for n, p in missed))
+    with st.expander("Each answer, point by point: overrule a grade the quoted words do not bear out"):
+        for n, a in enumerate(asked):
+            st.markdown(f"**Step {n + 1}.** {a.question}")
+            step_grades(mock, state, n, learner)
+        st.caption(GR.MOCK_CAVEAT)
     st.download_button("Download the transcript (Markdown)", Q.transcript(mock.title, asked, Q.mock_verdict(scores)),
                        file_name=f"{mock.id}-transcript.md", mime="text/markdown", key="qa_gmock_dl")
     if st.button("Take this interview again ↻", key="qa_gmock_again", type="primary"):
@@ -435,10 +439,11 @@ def graded_verdict(mock, state: dict, learner) -> None:
         st.rerun()
 
 
-def graded_step(mock, asked: list, nxt: tuple[str, str, str], learner, clock=None, secs: int = 120) -> None:
-    """One question of a graded interview: asked, answered, graded (and the last answer's grade below); with a
-    `clock`, the question's countdown."""
+def graded_step(mock, state: dict, nxt: tuple[str, str, str], learner, clock=None, secs: int = 120) -> None:
+    """One question of a graded interview: asked, answered, graded (and the last answer's grade below, to
+    overrule); with a `clock`, the question's countdown."""
     card_id, question, why = nxt
+    asked = state["asked"]
     chain = len(Q.chain_steps(mock, asked))
     if Q.is_chain(mock, card_id):
         st.metric("Chain question", f"{chain + 1} of {len(mock.steps)}")
@@ -458,9 +463,10 @@ def graded_step(mock, asked: list, nxt: tuple[str, str, str], learner, clock=Non
         if isinstance(g, str):
             st.warning(g)
             return
-        asked.append(Q.asked_from(card_id, question, why, text, g))
+        step = Q.asked_from(card_id, question, why, text, g)
         if learner is not None:
-            progress().record_points(learner, card_id, Q.point_rows(g.points))
+            step.at = progress().record_points(learner, card_id, Q.asked_point_rows(step))
+        asked.append(step)
         forget(key)
         st.rerun()
     if asked:
@@ -468,7 +474,34 @@ def graded_step(mock, asked: list, nxt: tuple[str, str, str], learner, clock=Non
         with st.expander(f"Your last answer: {round(100 * last.score)} % of its points", expanded=False):
             if note := GR.G.language_note(last.answer):
                 st.caption(note)
-            for p, made, evidence, _ in last.points:  # the learner's words verbatim: escaped, never typeset
-                st.markdown(f"{'✓' if made else '✗'} {html.escape(p, quote=False)}"
-                            + (f" — “{GR.quoted(evidence)}”" if evidence else ""), unsafe_allow_html=True)
+            step_grades(mock, state, len(asked) - 1, learner)
             st.caption(GR.MOCK_CAVEAT)
+
+
+def step_grades(mock, state: dict, n: int, learner) -> None:
+    """Step n's points, each ✓/✗ with its evidence and the learner's Overrule (stored as overruled; the step's
+    score, the verdict and the weak points follow)."""
+    a = state["asked"][n]
+    for j, (point, made, evidence, _) in enumerate(a.points):
+        c1, c2 = st.columns([6, 2], vertical_alignment="center")
+        tag = " _(overruled by you)_" if Q.overruled(a, j) else ""
+        # the learner's words verbatim: escaped, never typeset
+        c1.markdown(f"{'✓' if made else '✗'} {html.escape(point, quote=False)}{tag}"
+                    + (f" — “{GR.quoted(evidence)}”" if evidence and made else ""), unsafe_allow_html=True)
+        c2.toggle("Overrule", value=Q.overruled(a, j), key=f"qa_gmock_over_{mock.id}_{n}_{j}",
+                  on_change=_overrule, args=(mock, state, n, j, learner),
+                  help="You disagree with the grader on this point: it counts the other way, and is stored as "
+                       "overruled. On your last answer it can change the follow-up.")
+
+
+def _overrule(mock, state: dict, n: int, j: int, learner) -> None:
+    """Before the next run draws anything: the point flipped, its stored rows and a recorded verdict restated."""
+    a = state["asked"][n]
+    Q.overrule(a, j)
+    if learner is None:
+        return
+    if a.at is not None:
+        progress().restate_points(learner, a.card, a.at, Q.asked_point_rows(a))
+    if state["recorded"] and not isinstance(state["recorded"], bool):  # the verdict is recorded: it follows
+        v = Q.mock_verdict([state["asked"][k].score for k in Q.chain_steps(mock, state["asked"])])
+        progress().restate_mock(learner, mock.id, state["recorded"], v.level, v.mean)

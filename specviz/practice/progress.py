@@ -309,10 +309,19 @@ class Progress:
                               (learner,)).fetchall()
         return {page: n for page, n in rows}
 
-    def record_mock(self, learner: int, mock: str, level: str, score: float) -> None:
+    def record_mock(self, learner: int, mock: str, level: str, score: float, now: float | None = None) -> float:
+        """A mock interview's verdict; returns when it was recorded (restate_mock finds it by that)."""
+        now = time.time() if now is None else now
         with self._db() as db:
             db.execute("INSERT INTO mocks (learner, mock, level, score, at) VALUES (?, ?, ?, ?, ?)",
-                       (learner, mock, level, float(score), time.time()))
+                       (learner, mock, level, float(score), now))
+        return now
+
+    def restate_mock(self, learner: int, mock: str, at: float, level: str, score: float) -> None:
+        """The verdict recorded at `at`, after the learner overruled a grade of its interview."""
+        with self._db() as db:
+            db.execute("UPDATE mocks SET level = ?, score = ? WHERE learner = ? AND mock = ? AND at = ?",
+                       (level, float(score), learner, mock, at))
 
     def mocks(self, learner: int) -> list[tuple[str, str, float]]:
         with self._db() as db:
@@ -320,15 +329,20 @@ class Progress:
                               (learner,)).fetchall()
 
     # ------------------------------------------------------------------ rubric points, graded (issue 47)
-    def record_points(self, learner: int, card: str, points, now: float | None = None) -> None:
+    def record_points(self, learner: int, card: str, points, now: float | None = None) -> float:
         """One graded answer's points: (index, text, what the grader said, what counts). A point where the two
         differ was overruled by the learner: stored as such, so the project can measure where they disagree."""
         now = time.time() if now is None else now
         with self._db() as db:
-            db.executemany("INSERT INTO points (learner, card, point, text, graded, made, overruled, at) "
-                           "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                           [(learner, card, int(i), str(text)[:300], int(bool(graded)), int(bool(made)),
-                             int(bool(graded) != bool(made)), now) for i, text, graded, made in points])
+            _insert_points(db, learner, card, points, now)
+        return now
+
+    def restate_points(self, learner: int, card: str, at: float, points) -> None:
+        """The answer's points recorded at `at`, restated after the learner overruled one (a mock interview's step:
+        the grade is drawn again on the next question, so its rows change in place)."""
+        with self._db() as db:
+            db.execute("DELETE FROM points WHERE learner = ? AND card = ? AND at = ?", (learner, card, at))
+            _insert_points(db, learner, card, points, at)
 
     def weak_points(self, learner: int, limit: int = 5, per_card: int = 2) -> list[dict]:
         """The rubric points this learner missed most often (counting what stood after any overrule), with how
@@ -353,3 +367,9 @@ class Progress:
             over, total = db.execute(f"SELECT SUM(overruled), COUNT(*) FROM points {where}", args).fetchone()
         return over or 0, total
 
+
+def _insert_points(db, learner: int, card: str, points, at: float) -> None:
+    db.executemany("INSERT INTO points (learner, card, point, text, graded, made, overruled, at) "
+                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                   [(learner, card, int(i), str(text)[:300], int(bool(graded)), int(bool(made)),
+                     int(bool(graded) != bool(made)), at) for i, text, graded, made in points])

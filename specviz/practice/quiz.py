@@ -373,6 +373,8 @@ class Asked:
     answer: str = ""
     points: tuple = ()  # (point, made, evidence, confidence) per rubric point
     score: float | None = None
+    graded: tuple = ()  # what the grader said per point (made differs where the learner overruled it)
+    at: float | None = None  # when its points were recorded (Progress.restate_points finds them by it)
 
 
 def graded_state(state: dict | None, mock_id: str) -> dict:
@@ -385,7 +387,25 @@ def graded_state(state: dict | None, mock_id: str) -> dict:
 def asked_from(card_id: str, question: str, why: str, answer: str, grade) -> Asked:
     """A step of a graded interview once its answer is graded (`grade`: a specviz.practice.grade.Grade)."""
     return Asked(card_id, question, why, answer,
-                 tuple((p.point, p.made, p.evidence, p.confidence) for p in grade.points), grade.score)
+                 tuple((p.point, p.made, p.evidence, p.confidence) for p in grade.points), grade.score,
+                 tuple(p.made for p in grade.points))
+
+
+def overrule(a: Asked, n: int) -> None:
+    """Point n of a step counted the other way (a second time: back to the grader's), and the step's score with it."""
+    point, made, evidence, confidence = a.points[n]
+    a.points = a.points[:n] + ((point, not made, evidence, confidence),) + a.points[n + 1:]
+    a.score = sum(m for _, m, _, _ in a.points) / len(a.points)
+
+
+def overruled(a: Asked, n: int) -> bool:
+    return bool(a.graded) and a.points[n][1] != a.graded[n]
+
+
+def asked_point_rows(a: Asked) -> list[tuple]:
+    """A step's points as Progress.record_points takes them: (n, point, what the grader said, what counts)."""
+    graded = a.graded or tuple(m for _, m, _, _ in a.points)
+    return [(n, p, g, m) for n, ((p, m, _, _), g) in enumerate(zip(a.points, graded))]
 
 
 def asked_rows(mock, asked: Sequence[Asked]) -> list[dict]:
@@ -442,8 +462,9 @@ def transcript(title: str, asked: list[Asked], verdict: Verdict | None) -> str:
     for n, a in enumerate(asked, 1):
         lines += [f"## {n}. {a.question}", f"_{a.why}_", "", "**Answer:**", "", "> " + (a.answer or "(none)")
                   .replace("\n", "\n> "), ""]
-        for p, made, evidence, _ in a.points:
-            lines.append(f"- {'✓' if made else '✗'} {p}" + (f" — “{evidence}”" if evidence else ""))
+        for n, (p, made, evidence, _) in enumerate(a.points):
+            lines.append(f"- {'✓' if made else '✗'} {p}" + (" (overruled by you)" if overruled(a, n) else "")
+                         + (f" — “{evidence}”" if evidence and made else ""))
         if a.score is not None:
             lines += ["", f"Score: {round(100 * a.score)} %", ""]
     if verdict is not None:
