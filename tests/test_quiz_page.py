@@ -522,9 +522,11 @@ def test_a_graded_mock_step_is_overruled_and_the_verdict_follows():
     mock = qa.bank().mocks[0]
     name = f"overruler {uuid.uuid4().hex[:8]}"
     at = open_page("Mock interview", name=name, self_tick=False)
-    at.text_area(key=f"qa_gmock_mine_{mock.id}_0").set_value("A small model guesses tokens.").run()
+    at.text_area(key=f"qa_gmock_mine_{mock.id}_0").set_value("A <b>small</b> model guesses tokens.").run()
     at.button(key="qa_gmock_answer").click().run()
     ok(at)
+    shown = [m.value for m in at.markdown if "Your answer: “" in m.value]
+    assert shown and all("&lt;b&gt;small&lt;/b&gt;" in v and "<b>" not in v for v in shown)  # escaped, never markup
     a = at.session_state["qa_gmock"]["asked"][0]
     j = next(k for k, (_, made, _, _) in enumerate(a.points) if not made)
     before = a.score
