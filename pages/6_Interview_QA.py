@@ -98,9 +98,10 @@ def interview() -> None:
     secs = c3.selectbox("Seconds per question", Q.TIMER_SECONDS, key=kept("qa_mock_secs", 120), disabled=not timer)
     if graded and GR.G.available():
         st.caption("One question at a time. Each answer is graded point by point on this machine; the next question "
-                   "follows up on what it missed, as an interviewer does. The verdict comes at the end. The interview "
-                   "lives in this browser tab: another chain and back resumes it, a reload starts it again (with a "
-                   "name, graded answers stay in your weak points).")
+                   "follows up on what it missed, as an interviewer does. The verdict comes at the end. "
+                   + ("Each chain's interview is kept under your name: a reload or another day resumes it."
+                      if learner is not None else "Without a name the interview lives in this tab: a reload "
+                      "starts it again."))
         return QU.graded_interview(mocks[pick], learner, timer, secs)
     st.caption("One question at a time, each following up on the last, as an interviewer does. Answer, reveal the "
                "rubric and what L4, L5 and L6 candidates say, tick the points you made; the verdict comes at the end.")

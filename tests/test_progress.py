@@ -71,7 +71,7 @@ def test_every_record_reads_back_the_same_on_both_backends(store_target, opened)
     p.record_points(kay, "beam", [(k, f"b{k}", False, False) for k in range(5)], now=4.0)
     weak = [(w["card"], w["point"]) for w in p.weak_points(kay)]
     assert len(weak) == 3 and [c for c, _ in weak] == ["beam", "beam", "residual"]
-    assert p.version() == 1
+    assert p.version() == 2
 
 
 def test_a_mock_steps_overrule_restates_its_points_and_the_verdict(store_target, opened):
@@ -87,6 +87,18 @@ def test_a_mock_steps_overrule_restates_its_points_and_the_verdict(store_target,
     p.restate_mock(me, "m", when, "L6", 1.0)
     assert p.overrules(me) == (1, 3) and p.mocks(me) == [("m", "L6", 1.0)]
     assert [(w["point"], w["missed"], w["asked"]) for w in p.weak_points(me)] == [(0, 1, 2)]
+
+
+def test_an_interview_under_way_is_kept_per_learner_and_chain(store_target, opened):
+    p = opened(store_target)
+    me, other = p.learner("Ada"), p.learner("Grace")
+    assert p.interview(me, "m") is None
+    p.save_interview(me, "m", '{"id": "m", "step": 1}')
+    p.save_interview(me, "m", '{"id": "m", "step": 2}')  # replaces, never a second row
+    p.save_interview(me, "n", '{"id": "n"}')
+    assert p.interview(me, "m") == '{"id": "m", "step": 2}' and p.interview(other, "m") is None
+    p.drop_interview(me, "m")
+    assert p.interview(me, "m") is None and p.interview(me, "n") == '{"id": "n"}'
 
 
 def test_names_are_bounded():
@@ -141,9 +153,9 @@ def test_progress_survives_a_new_process(store_target, opened):
     assert out.stdout.strip() == "(3, 4)"
 
 
-def test_a_file_from_before_versioning_opens_as_version_1(tmp_path):
+def test_a_file_from_before_versioning_opens_as_version_1_then_migrates(tmp_path):
     """The one migration path: a SQLite file made before the store had versions (its tables, no schema_version)
-    opens as version 1 with its data; opening again applies nothing twice."""
+    opens as version 1 with its data and migrates to 2 (interviews); opening again applies nothing twice."""
     import sqlite3
 
     from specviz.practice.progress import DIALECT, SCHEMA
@@ -155,9 +167,10 @@ def test_a_file_from_before_versioning_opens_as_version_1(tmp_path):
         db.execute("INSERT INTO predictions (learner, page, \"right\", total, at) VALUES (1, 'spec', 2, 3, 0)")
     for _ in range(2):
         p = Progress(path)
-        assert p.version() == 1 and p.prediction_score(p.learner("Ada")) == (2, 3)
+        assert p.version() == 2 and p.prediction_score(p.learner("Ada")) == (2, 3)
+        assert p.interview(p.learner("Ada"), "m") is None  # version 2's table is there
     with sqlite3.connect(path) as db:
-        assert db.execute("SELECT COUNT(*) FROM schema_version").fetchone()[0] == 1
+        assert db.execute("SELECT version FROM schema_version ORDER BY version").fetchall() == [(1,), (2,)]
 
 
 def _open(target):
@@ -169,7 +182,7 @@ def test_servers_starting_together_migrate_once(store_target, opened):
     in_processes(_open, [(store_target,)] * 4)
     p = opened(store_target)
     with p._db() as db:
-        assert db.execute("SELECT COUNT(*), MAX(version) FROM schema_version").fetchone() == (1, 1)
+        assert db.execute("SELECT COUNT(*), MAX(version) FROM schema_version").fetchone() == (2, 2)
 
 
 def test_a_restarted_database_loses_nothing_and_the_pool_recovers(postgres_cluster, opened):

@@ -551,3 +551,27 @@ def test_a_graded_mock_step_is_overruled_and_the_verdict_follows():
     v = Q.mock_verdict([asked[k].score for k in Q.chain_steps(mock, asked)])
     assert p.mocks(me)[-1] == (mock.id, v.level, pytest.approx(v.mean)) and v.mean < recorded[2]
     assert p.overrules(me)[0] == 0 and len(p.mocks(me)) == 1  # restated in place, never a second row
+    assert p.interview(me, mock.id) is not None  # a reload on the verdict screen keeps it
+    at.button(key="qa_gmock_again").click().run()
+    assert p.interview(me, mock.id) is None and not at.session_state["qa_gmock"]["asked"]
+
+
+@needs_grader
+def test_a_reload_resumes_the_graded_interview_under_its_name():
+    """A walk in Chromium: a reload after two answers lost the interview. With a name it is kept per chain: a new
+    session (a reload, another day) resumes it, overrules included; "Take this interview again" starts afresh."""
+    mock = qa.bank().mocks[0]
+    name = f"reloader {uuid.uuid4().hex[:8]}"
+    at = open_page("Mock interview", name=name, self_tick=False)
+    at.text_area(key=f"qa_gmock_mine_{mock.id}_0").set_value("A small model guesses tokens.").run()
+    at.button(key="qa_gmock_answer").click().run()
+    at.toggle(key=f"qa_gmock_over_{mock.id}_0_0").set_value(not Q.overruled(
+        at.session_state["qa_gmock"]["asked"][0], 0)).run()
+    ok(at)
+    before = at.session_state["qa_gmock"]["asked"]
+    again = open_page("Mock interview", name=name, self_tick=False)  # a new session: a reload
+    ok(again)
+    assert again.session_state["qa_gmock"]["asked"] == before and Q.overruled(before[0], 0)
+    assert any("kept under your name" in c.value for c in again.caption)
+    stranger = open_page("Mock interview", name=f"other {uuid.uuid4().hex[:8]}", self_tick=False)
+    assert not stranger.session_state["qa_gmock"]["asked"]  # each learner their own

@@ -225,3 +225,17 @@ def test_a_mock_steps_point_can_be_overruled_and_back():
     Q.overrule(a, 1)
     Q.overrule(a, 0)  # and back: the grader's own again
     assert a.score == 0.5 and a.points[0][1] and not any(Q.overruled(a, n) for n in range(2))
+
+
+def test_an_interview_is_stored_and_read_back_whole():
+    grade = SimpleNamespace(points=[SimpleNamespace(point="p0", made=True, evidence="said <it>", confidence=0.8),
+                                    SimpleNamespace(point="p1", made=False, evidence=None, confidence=0.7)], score=0.5)
+    a = Q.asked_from("m:1", "Q1?", "the chain's first question", "line one\nline two", grade)
+    a.at = 12.5
+    Q.overrule(a, 1)
+    state = {"id": "m", "asked": [a], "recorded": 99.25}
+    back = Q.interview_from_json(Q.interview_json(state), "m")
+    assert back == state
+    assert Q.interview_from_json(Q.interview_json(state), "other") is None  # another chain's
+    for bad in (None, "", "not json", "[1, 2]", '{"id": "m"}', "x" * (Q.MAX_STATE + 1)):
+        assert Q.interview_from_json(bad, "m") is None  # starts afresh, never a traceback

@@ -405,8 +405,11 @@ def mock_step(mock, m, timer: bool, secs: int) -> None:
 
 def graded_interview(mock, learner, timer: bool = False, secs: int = 120) -> None:
     """Issue 47: the interviewer grades each answer and follows up on the first missed point."""
-    # one interview per chain in this tab: picking another chain and back resumes where it was
+    # one interview per chain in this tab: picking another chain and back resumes where it was; with a name, a
+    # reload (a new session) resumes it from the database
     states = st.session_state.setdefault("qa_gmocks", {})
+    if mock.id not in states and learner is not None:
+        states[mock.id] = Q.interview_from_json(progress().interview(learner, mock.id), mock.id)
     state = st.session_state["qa_gmock"] = states[mock.id] = Q.graded_state(states.get(mock.id), mock.id)
     nxt = Q.next_question(mock, state["asked"], lambda point, exclude: GR.G.follow_up(point, exclude, GR.encoder()))
     if nxt is None:
@@ -420,8 +423,10 @@ def graded_verdict(mock, state: dict, learner) -> None:
     asked = state["asked"]
     chain = Q.chain_steps(mock, asked)  # the level comes from the chain's questions; follow-ups are shown
     scores = [asked[n].score for n in chain]
-    state["recorded"] = verdict_block(mock, scores, Q.asked_rows(mock, asked), learner, state["recorded"],
-                                      Q.FOLLOW_UP_RULE, chain)
+    was = state["recorded"]
+    state["recorded"] = verdict_block(mock, scores, Q.asked_rows(mock, asked), learner, was, Q.FOLLOW_UP_RULE, chain)
+    if state["recorded"] != was:
+        save(mock, state, learner)
     missed = [(n, p) for n, a in enumerate(asked, 1) for p, made, _, _ in a.points if not made]
     if missed:  # what to work on, here and not only in the transcript (the points are the bank's own text)
         with st.expander(f"The points your answers missed ({len(missed)})", expanded=True):
@@ -436,6 +441,8 @@ def graded_verdict(mock, state: dict, learner) -> None:
     if st.button("Take this interview again ↻", key="qa_gmock_again", type="primary"):
         st.session_state.pop("qa_gmock", None)
         st.session_state.get("qa_gmocks", {}).pop(mock.id, None)
+        if learner is not None:
+            progress().drop_interview(learner, mock.id)
         st.rerun()
 
 
@@ -467,6 +474,7 @@ def graded_step(mock, state: dict, nxt: tuple[str, str, str], learner, clock=Non
         if learner is not None:
             step.at = progress().record_points(learner, card_id, Q.asked_point_rows(step))
         asked.append(step)
+        save(mock, state, learner)
         forget(key)
         st.rerun()
     if asked:
@@ -508,3 +516,10 @@ def _overrule(mock, state: dict, n: int, j: int, learner) -> None:
     if state["recorded"] and not isinstance(state["recorded"], bool):  # the verdict is recorded: it follows
         v = Q.mock_verdict([state["asked"][k].score for k in Q.chain_steps(mock, state["asked"])])
         progress().restate_mock(learner, mock.id, state["recorded"], v.level, v.mean)
+    save(mock, state, learner)
+
+
+def save(mock, state: dict, learner) -> None:
+    """With a name, the interview as it stands, so that a reload resumes it."""
+    if learner is not None:
+        progress().save_interview(learner, mock.id, Q.interview_json(state))

@@ -13,6 +13,8 @@
 """
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 import random
 import secrets
@@ -382,6 +384,33 @@ def graded_state(state: dict | None, mock_id: str) -> dict:
     if state is None or state["id"] != mock_id:
         return {"id": mock_id, "asked": [], "recorded": False}
     return state
+
+
+MAX_STATE = 200_000  # characters of a stored interview: its steps' answers are bounded (MAX_ANSWER), so is this
+
+
+def interview_json(state: dict) -> str:
+    """A graded interview's state as stored (Progress.save_interview): its chain, steps and recorded verdict."""
+    return json.dumps({"id": state["id"], "recorded": state["recorded"],
+                       "asked": [dataclasses.asdict(a) for a in state["asked"]]})
+
+
+def interview_from_json(text: str | None, mock_id: str) -> dict | None:
+    """The stored state back (flat JSON of our own writing, bounded), or None: none, too long, another chain's, or
+    not one we wrote (the interview then starts afresh)."""
+    if not text or len(text) > MAX_STATE:
+        return None
+    try:
+        d = json.loads(text)
+        if d["id"] != mock_id:
+            return None
+        asked = [Asked(a["card"], a["question"], a["why"], a["answer"],
+                       tuple(tuple(p) for p in a["points"]), a["score"], tuple(a["graded"]), a["at"])
+                 for a in d["asked"]]
+        recorded = d["recorded"]
+        return {"id": mock_id, "asked": asked, "recorded": recorded if isinstance(recorded, (bool, float)) else False}
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def asked_from(card_id: str, question: str, why: str, answer: str, grade) -> Asked:
