@@ -547,6 +547,15 @@ def test_a_graded_mock_step_is_overruled_and_the_verdict_follows():
     recorded = p.mocks(me)[-1]
     at.toggle(key=f"qa_gmock_over_{mock.id}_0_{j}").set_value(False).run()  # on the verdict screen, back
     ok(at)
+    last = at.session_state["qa_gmock"]["asked"][-1]
+    k = next((k for k, (_, made, _, _) in enumerate(last.points) if made), None)
+    if k is not None:  # a ✓ of the last answer overruled on the verdict screen re-scores, and asks nothing more
+        at.toggle(key=f"qa_gmock_over_{mock.id}_{len(at.session_state['qa_gmock']['asked']) - 1}_{k}").set_value(
+            True).run()
+        assert any(s.value.startswith("Verdict:") for s in at.subheader)
+        assert not any(b.key == "qa_gmock_answer" for b in at.button)
+        at.toggle(key=f"qa_gmock_over_{mock.id}_{len(at.session_state['qa_gmock']['asked']) - 1}_{k}").set_value(
+            False).run()
     asked = at.session_state["qa_gmock"]["asked"]
     v = Q.mock_verdict([asked[k].score for k in Q.chain_steps(mock, asked)])
     assert p.mocks(me)[-1] == (mock.id, v.level, pytest.approx(v.mean)) and v.mean < recorded[2]
@@ -575,3 +584,7 @@ def test_a_reload_resumes_the_graded_interview_under_its_name():
     assert any("kept under your name" in c.value for c in again.caption)
     stranger = open_page("Mock interview", name=f"other {uuid.uuid4().hex[:8]}", self_tick=False)
     assert not stranger.session_state["qa_gmock"]["asked"]  # each learner their own
+    again.text_input(key="w_learner").set_value(f"bob {uuid.uuid4().hex[:8]}").run()  # another name mid-interview
+    assert not again.session_state["qa_gmock"]["asked"]  # another name, another interview
+    again.text_input(key="w_learner").set_value(name).run()
+    assert again.session_state["qa_gmock"]["asked"] == before

@@ -233,7 +233,7 @@ def test_an_interview_is_stored_and_read_back_whole():
     a = Q.asked_from("m:1", "Q1?", "the chain's first question", "line one\nline two", grade)
     a.at = 12.5
     Q.overrule(a, 1)
-    state = {"id": "m", "asked": [a], "recorded": 99.25}
+    state = {"id": "m", "asked": [a], "recorded": 99.25, "done": True}
     back = Q.interview_from_json(Q.interview_json(state), "m")
     assert back == state
     assert Q.interview_from_json(Q.interview_json(state), "other") is None  # another chain's

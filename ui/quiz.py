@@ -405,17 +405,22 @@ def mock_step(mock, m, timer: bool, secs: int) -> None:
 
 def graded_interview(mock, learner, timer: bool = False, secs: int = 120) -> None:
     """Issue 47: the interviewer grades each answer and follows up on the first missed point."""
-    # one interview per chain in this tab: picking another chain and back resumes where it was; with a name, a
-    # reload (a new session) resumes it from the database
+    # one interview per learner and chain in this tab: another chain and back resumes it; with a name, a reload
+    # (a new session) resumes it from the database, and another name is another interview
     states = st.session_state.setdefault("qa_gmocks", {})
-    if mock.id not in states and learner is not None:
-        states[mock.id] = Q.interview_from_json(progress().interview(learner, mock.id), mock.id)
-    state = st.session_state["qa_gmock"] = states[mock.id] = Q.graded_state(states.get(mock.id), mock.id)
-    nxt = Q.next_question(mock, state["asked"], lambda point, exclude: GR.G.follow_up(point, exclude, GR.encoder()))
+    whose = (learner, mock.id)
+    if whose not in states and learner is not None:
+        states[whose] = Q.interview_from_json(progress().interview(learner, mock.id), mock.id)
+    state = st.session_state["qa_gmock"] = states[whose] = Q.graded_state(states.get(whose), mock.id)
+    # once the verdict is shown the interview is over: an overrule there re-scores it, it asks nothing more
+    nxt = None if state.get("done") else Q.next_question(
+        mock, state["asked"], lambda point, exclude: GR.G.follow_up(point, exclude, GR.encoder()))
     if nxt is None:
+        state["done"] = True
         return graded_verdict(mock, state, learner)
-    # each question's clock starts when it is first shown (countdown reads and sets .started)
-    clock = state.setdefault("clocks", {}).setdefault(len(state["asked"]), SimpleNamespace(started=None))
+    # each question's clock starts when it is first shown (countdown reads and sets .started); an overrule that
+    # changes the follow-up shows another question, with its own clock
+    clock = state.setdefault("clocks", {}).setdefault((len(state["asked"]), nxt[0]), SimpleNamespace(started=None))
     graded_step(mock, state, nxt, learner, clock if timer else None, secs)
 
 
@@ -432,15 +437,17 @@ def graded_verdict(mock, state: dict, learner) -> None:
         with st.expander(f"The points your answers missed ({len(missed)})", expanded=True):
             st.markdown("\n".join(f"- step {n}: {p}" for n, p in missed))
     with st.expander("Each answer, point by point: overrule a grade the quoted words do not bear out"):
+        chain = set(Q.chain_steps(mock, asked))
         for n, a in enumerate(asked):
-            st.markdown(f"**Step {n + 1}.** {a.question}")
+            st.markdown(f"**Step {n + 1}** · {round(100 * a.score)} %" + ("" if n in chain else
+                        " · a follow-up, not in the level") + f"  \n{a.question}")
             step_grades(mock, state, n, learner)
         st.caption(GR.MOCK_CAVEAT)
     st.download_button("Download the transcript (Markdown)", Q.transcript(mock.title, asked, Q.mock_verdict(scores)),
                        file_name=f"{mock.id}-transcript.md", mime="text/markdown", key="qa_gmock_dl")
     if st.button("Take this interview again ↻", key="qa_gmock_again", type="primary"):
         st.session_state.pop("qa_gmock", None)
-        st.session_state.get("qa_gmocks", {}).pop(mock.id, None)
+        st.session_state.get("qa_gmocks", {}).pop((learner, mock.id), None)
         if learner is not None:
             progress().drop_interview(learner, mock.id)
         st.rerun()
@@ -479,9 +486,11 @@ def graded_step(mock, state: dict, nxt: tuple[str, str, str], learner, clock=Non
         st.rerun()
     if asked:
         last = asked[-1]
-        with st.expander(f"Your last answer: {round(100 * last.score)} % of its points", expanded=False):
-            if note := GR.G.language_note(last.answer):
-                st.caption(note)
+        if note := GR.G.language_note(last.answer):  # where the eye is, not inside the folded grade
+            st.info(note)
+        # the label stays the same whatever the score: a new label is a new expander, drawn folded after each overrule
+        with st.expander("Your last answer, graded point by point", expanded=False):
+            st.markdown(f"**{round(100 * last.score)} % of its points**")
             step_grades(mock, state, len(asked) - 1, learner)
             st.caption(GR.MOCK_CAVEAT)
 

@@ -391,7 +391,7 @@ MAX_STATE = 200_000  # characters of a stored interview: its steps' answers are 
 
 def interview_json(state: dict) -> str:
     """A graded interview's state as stored (Progress.save_interview): its chain, steps and recorded verdict."""
-    return json.dumps({"id": state["id"], "recorded": state["recorded"],
+    return json.dumps({"id": state["id"], "recorded": state["recorded"], "done": bool(state.get("done")),
                        "asked": [dataclasses.asdict(a) for a in state["asked"]]})
 
 
@@ -408,7 +408,8 @@ def interview_from_json(text: str | None, mock_id: str) -> dict | None:
                        tuple(tuple(p) for p in a["points"]), a["score"], tuple(a["graded"]), a["at"])
                  for a in d["asked"]]
         recorded = d["recorded"]
-        return {"id": mock_id, "asked": asked, "recorded": recorded if isinstance(recorded, (bool, float)) else False}
+        return {"id": mock_id, "asked": asked, "recorded": recorded if isinstance(recorded, (bool, float)) else False,
+                "done": d.get("done") is True}
     except (ValueError, KeyError, TypeError):
         return None
 
@@ -489,7 +490,8 @@ def transcript(title: str, asked: list[Asked], verdict: Verdict | None) -> str:
     """The interview as Markdown: each question, why it was asked, the answer, each point ✓/✗ with its evidence."""
     lines = [f"# Mock interview: {title}", ""]
     for n, a in enumerate(asked, 1):
-        lines += [f"## {n}. {a.question}", f"_{a.why}_", "", "**Answer:**", "", "> " + (a.answer or "(none)")
+        follow = " (not in the level)" if a.why.startswith("follow-up") else ""
+        lines += [f"## {n}. {a.question}", f"_{a.why}{follow}_", "", "**Answer:**", "", "> " + (a.answer or "(none)")
                   .replace("\n", "\n> "), ""]
         for n, (p, made, evidence, _) in enumerate(a.points):
             lines.append(f"- {'✓' if made else '✗'} {p}" + (" (overruled by you)" if overruled(a, n) else "")
@@ -497,7 +499,8 @@ def transcript(title: str, asked: list[Asked], verdict: Verdict | None) -> str:
         if a.score is not None:
             lines += ["", f"Score: {round(100 * a.score)} %", ""]
     if verdict is not None:
-        lines += [f"## Verdict: {verdict.level}", "", f"Mean score of the chain's questions "
+        lines += [f"## Verdict: {verdict.level} ({LEVEL_NAMES.get(verdict.level, 'start with the fundamentals')})",
+                  "", f"Mean score of the chain's questions "
                   f"{round(100 * verdict.mean)} %. Rule: " + VERDICT_RULE.replace("**", ""), "", FOLLOW_UP_RULE]
     return "\n".join(lines) + "\n"
 
