@@ -152,6 +152,17 @@ def test_cli_contract():
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
 
 
+def test_a_live_accept_drill_never_shows_q_as_zero_nor_disagrees_with_the_engine(models):
+    """A browser test drew a seed whose draft token had q = 4e-7: shown to 4 decimals, q = 0 and min(1, p/0) raised
+    ZeroDivisionError on the page. These seeds (found by a scan of 0-399) chose such a verdict, or one whose shown
+    numbers gave the other decision than the engine's (p = 0.00036, q = 0.00040 both show as 0.0004)."""
+    for seed in (3, 5, 20, 23, 24):
+        d = make("live-accept", seed, models)
+        p, q, u = d.given["p"], d.given["q"], d.given["u"]
+        assert q > 0 and d.answer == ("accept" if u < min(1.0, p / q) else "reject")
+        assert f"The engine decided the same: {'accepted' if d.answer == 'accept' else 'rejected'}" in d.solution
+
+
 def test_live_drills_run_on_a_pair_without_a_draft_model(tiny_llama):
     """A pair from the sidebar with no draft model (and no feature draft): the live drills draft with the target's
     own early exit and say so, instead of failing on the missing token draft."""

@@ -56,10 +56,18 @@ def _tok(text: str) -> str:
     return "“" + text.replace("\n", "↵") + "”"
 
 
+def _clear(v) -> bool:
+    """A verdict a learner can rule on from the numbers shown (4 decimals): u is not within 0.01 of min(1, p/q), q
+    does not show as 0 (a draft token of probability under 0.00005: "p/0"), and the shown numbers give the engine's
+    own decision (p = 0.00036, q = 0.00040 show as 0.0004 and 0.0004, which would accept what the engine rejected)."""
+    p, q, u = _r(v.p, 4), _r(v.q, 4), _r(v.u, 4)
+    return abs(v.u - v.accept_prob) > 0.01 and q > 0 and (u < accept_probability(p, q)) == bool(v.accepted)
+
+
 def live_accept(models, seed: int) -> Drill:
     prompt, cycles = live_cycles(models, seed)
     for c in cycles:  # the first cycle with a verdict that does not hinge on rounding
-        verdicts = [v for v in c.verdicts if abs(v.u - v.accept_prob) > 0.01]
+        verdicts = [v for v in c.verdicts if _clear(v)]
         if verdicts:
             break
     else:
