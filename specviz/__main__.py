@@ -204,6 +204,9 @@ def _practice_args(sub) -> None:
     g.add_argument("--cv", action="store_true",
                    help="4-fold cross-validation by card over the tuning part: agreement, kappa, answers outside the "
                    "targets per second-reader weight and threshold; the choice (~15 min)")
+    g.add_argument("--overrules", action="store_true",
+                   help="where learners and the grader disagree: the overrules in the progress database (SPECVIZ_DB)")
+    g.add_argument("--learner", default=None, help="with --overrules: one learner's, by name (default: everyone's)")
     g.add_argument("--start", type=pathlib.Path, default=None,
                    help="with --cv: the second reader starts from these tuned layers (stage one, specviz.training.nli)")
 
@@ -398,13 +401,15 @@ def _start_state(a) -> dict | None:
 
 
 def grade_cmd(a) -> int:
-    """python -m specviz grade: --list; --card ID --answer TEXT|- [--json] [--timing]; --eval; --train."""
+    """python -m specviz grade: --list; --card ID --answer TEXT|- [--json] [--timing]; --eval; --train; --overrules."""
     from specviz.practice import grade as G
 
     if a.list:
         cards = [dict(card=c.id, question=c.question, points=len(c.rubric)) for c in G.gradable_cards().values()]
         print(json.dumps(cards) if a.json else "\n".join(f"{c['card']:40} {c['question']}" for c in cards))
         return 0
+    if a.overrules:
+        return overrules(a)
     if a.train or a.eval or a.cv:
         from specviz.training import grader as T
         start = _start_state(a)
@@ -449,6 +454,37 @@ def grade_cmd(a) -> int:
         for p in g.points:
             print(("✓ " if p.made else "✗ ") + p.point + (f"\n    “{p.evidence}”" if p.evidence else ""))
         print(f"score {g.score:.2f}" + (f"  ({out['timing']['grade_ms_median']} ms)" if a.timing else ""))
+    return 0
+
+
+def overrules(a) -> int:
+    """python -m specviz grade --overrules [--learner NAME] [--json]: where learners and the grader disagree, from
+    the overrules in the progress database (a cohort's PostgreSQL: the grader's errors in use, point by point)."""
+    from specviz.practice.progress import Progress
+
+    p = Progress()
+    who = None
+    if a.learner is not None:
+        who = p.known(a.learner)
+        if who is None:
+            raise SpecVizError(f"No learner named {a.learner[:40]!r} in the {p.where}.")
+    d = p.disagreements(who) | {"database": p.where}
+    if a.json:
+        print(json.dumps(d))
+        return 0
+    if not d["graded"]:
+        print(f"No graded answers yet in the {d['database']}.")
+        return 0
+    share = f" ({100 * d['overruled'] / d['graded']:.1f} %)"
+    print(f"{d['overruled']} of {d['graded']} graded points overruled{share}, by "
+          f"{'one learner' if who is not None else str(d['learners']) + ' learners'} ({d['database']})\n"
+          f"  the grader said missed, the learner made it count: {d['to_made']}\n"
+          f"  the grader said made, the learner declined it: {d['to_missed']}")
+    if d["points"]:
+        print("points overruled most often (overruled of graded; ✗→✓ the grader said missed):")
+        for x in d["points"]:
+            print(f"  {x['card']} #{x['point'] + 1}  {x['overruled']} of {x['graded']}  "
+                  f"({x['to_made']} ✗→✓, {x['to_missed']} ✓→✗)  {x['text'][:90]}")
     return 0
 
 

@@ -160,6 +160,27 @@ def test_cli_bad_input_is_one_line_and_exit_2():
     assert "what-is-spec" in cards and any(":" in c for c in cards)  # questions and mock steps
 
 
+def test_cli_overrules_reports_where_learners_and_the_grader_disagree(tmp_path, monkeypatch):
+    """grade --overrules reads the progress database (SPECVIZ_DB) without loading a model: the overrules by direction
+    and point, as text or JSON, for everyone or one learner by name; an unknown name is one line, exit 2."""
+    from specviz.practice.progress import Progress
+    monkeypatch.setenv("SPECVIZ_DB", str(tmp_path / "p.sqlite"))
+    empty = run_cli("--overrules")
+    assert empty.returncode == 0 and empty.stdout.startswith("No graded answers yet")
+    p = Progress()
+    p.record_points(p.learner("Ada"), "what-is-spec", [(0, "drafter proposes K", False, True),
+                                                       (1, "one pass", True, True)])
+    p.record_points(p.learner("Lin"), "what-is-spec", [(0, "drafter proposes K", True, False)])
+    text = run_cli("--overrules")
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.startswith("2 of 3 graded points overruled (66.7 %), by 2 learners")
+    assert "what-is-spec #1  2 of 2  (1 ✗→✓, 1 ✓→✗)  drafter proposes K" in text.stdout
+    d = json.loads(run_cli("--overrules", "--learner", "Ada", "--json").stdout)
+    assert (d["graded"], d["overruled"], d["to_made"], d["to_missed"], d["learners"]) == (2, 1, 1, 0, 1)
+    bad = run_cli("--overrules", "--learner", "Nobody")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and Progress().known("Nobody") is None
+
+
 @pytest.mark.fast
 def test_cli_takes_an_answer_written_as_a_bullet_list():
     """A terse answer starts with "- ": it is --answer's value, not an unknown option (argparse alone refuses)."""

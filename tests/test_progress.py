@@ -89,6 +89,25 @@ def test_a_mock_steps_overrule_restates_its_points_and_the_verdict(store_target,
     assert [(w["point"], w["missed"], w["asked"]) for w in p.weak_points(me)] == [(0, 1, 2)]
 
 
+def test_where_learners_and_the_grader_disagree_by_direction_and_point(store_target, opened):
+    """The overrules, counted apart: by direction (the grader said missed and the learner made it count, or the
+    other way) and per point, most overruled first, for one learner or everyone; a report creates no learner."""
+    p = opened(store_target)
+    me, other = p.learner("Ada"), p.learner("Grace")
+    p.record_points(me, "residual", [(0, "clipped", False, True), (1, "normalised", True, False),
+                                     (2, "resampled", True, True)], now=1.0)
+    p.record_points(other, "residual", [(0, "clipped", False, True), (1, "normalised", True, True)], now=2.0)
+    p.record_points(other, "beam", [(0, "B kept", False, False)], now=3.0)
+    d = p.disagreements()
+    assert (d["learners"], d["graded"], d["overruled"], d["to_made"], d["to_missed"]) == (2, 6, 3, 2, 1)
+    assert [(x["card"], x["point"], x["overruled"], x["graded"], x["to_made"], x["to_missed"]) for x in d["points"]] \
+        == [("residual", 0, 2, 2, 2, 0), ("residual", 1, 1, 2, 0, 1)]
+    mine = p.disagreements(me)
+    assert (mine["learners"], mine["graded"], mine["overruled"], mine["to_made"]) == (1, 3, 2, 1)
+    assert p.disagreements(other, limit=0)["points"] == [] and p.overrules(other) == (1, 3)
+    assert p.known("Ada") == me and p.known("Nobody") is None and p.known("Nobody") is None
+
+
 def test_an_interview_under_way_is_kept_per_learner_and_chain(store_target, opened):
     p = opened(store_target)
     me, other = p.learner("Ada"), p.learner("Grace")

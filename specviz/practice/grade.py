@@ -136,7 +136,9 @@ class Encoder:
         per clause is what keeps a 150-word answer's grade within a few hundred milliseconds on two cores.
         Returns (spans × hidden, the whole text's embedding)."""
         torch = self.torch
-        enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        # verbose=False: the windows below keep each pass within the model's 512 positions, so the tokenizer's
+        # "longer than the maximum" warning for a long answer is about a pass that never happens
+        enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
         ids, offsets = enc["input_ids"], enc["offset_mapping"]
         cls, sep = self.tokenizer.cls_token_id, self.tokenizer.sep_token_id
         windows = [ids[i:i + chunk] for i in range(0, max(1, len(ids)), chunk)] or [[]]

@@ -236,6 +236,13 @@ class Progress:
                        (name, time.time()))
             return db.execute("SELECT id FROM learners WHERE name = ?", (name,)).fetchone()[0]
 
+    def known(self, name: str) -> int | None:
+        """The learner's id if the name has been used, else None (a report never creates a learner)."""
+        name = clean_name(name)
+        with self._db() as db:
+            row = db.execute("SELECT id FROM learners WHERE name = ?", (name,)).fetchone()
+        return row[0] if row else None
+
     # ------------------------------------------------------------------ quiz cards (Leitner boxes)
     def record_card(self, learner: int, card: str, score: float, now: float | None = None) -> int:
         """Record one answer (score in [0, 1]); returns the card's new box. One upsert reads and writes the box, so
@@ -383,10 +390,25 @@ class Progress:
 
     def overrules(self, learner: int | None = None) -> tuple[int, int]:
         """(points overruled, points graded), for one learner or everyone: where learners and grader disagree."""
+        d = self.disagreements(learner, limit=0)
+        return d["overruled"], d["graded"]
+
+    def disagreements(self, learner: int | None = None, limit: int = 10) -> dict:
+        """Where learners and the grader disagree, from the overrules stored: the totals by direction (the grader
+        said missed and the learner made it count, or the other way) and the points overruled most often, each with
+        how often it was graded. For one learner, or everyone (a cohort's database: what the grader gets wrong in
+        use, point by point, beside its held-out figures)."""
         where, args = ("WHERE learner = ?", (learner,)) if learner is not None else ("", ())
         with self._db() as db:
-            over, total = db.execute(f"SELECT SUM(overruled), COUNT(*) FROM points {where}", args).fetchone()
-        return over or 0, total
+            rows = db.execute(f"SELECT card, point, MAX(text), COUNT(*), SUM(overruled), SUM(overruled * made) "
+                              f"FROM points {where} GROUP BY card, point", args).fetchall()
+            learners = db.execute(f"SELECT COUNT(DISTINCT learner) FROM points {where}", args).fetchone()[0]
+        points = [dict(card=c, point=p, text=t, graded=n, overruled=o, to_made=m, to_missed=o - m)
+                  for c, p, t, n, o, m in rows if o]
+        points.sort(key=lambda d: (-d["overruled"], -d["overruled"] / d["graded"], d["card"], d["point"]))
+        over, up = sum(r[4] for r in rows), sum(r[5] for r in rows)  # up: the grader said missed, the learner made
+        return dict(learners=learners, graded=sum(r[3] for r in rows), overruled=over, to_made=up,
+                    to_missed=over - up, points=points[:limit])
 
 
 def _insert_points(db, learner: int, card: str, points, at: float) -> None:
