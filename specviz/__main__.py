@@ -477,7 +477,8 @@ def overrules(a) -> int:
         return 0
     share = f" ({100 * d['overruled'] / d['graded']:.1f} %)"
     print(f"{d['overruled']} of {d['graded']} graded points overruled{share}, by "
-          f"{'one learner' if who is not None else str(d['learners']) + ' learners'} ({d['database']})\n"
+          f"{'one learner' if who is not None or d['learners'] == 1 else str(d['learners']) + ' learners'} "
+          f"({d['database']})\n"
           f"  the grader said missed, the learner made it count: {d['to_made']}\n"
           f"  the grader said made, the learner declined it: {d['to_missed']}")
     if d["points"]:
@@ -500,6 +501,8 @@ def _eval_text(r: dict, title: str = "held-out cards") -> str:
                  f"{len(r['wrong_over_limit'])}; targets met: {r['targets_met']}")
     if "fresh_answers" in r:  # the second held-out part: answers to tuning cards no training has seen
         lines += ["", _eval_text(r["fresh_answers"], "fresh answers to tuning cards (held out by answer)")]
+    if "new_cards" in r:  # the third: cards labelled later, never read before the shipped grader's one read
+        lines += ["", _eval_text(r["new_cards"], "new held-out cards (labelled 2026-11-27, read once)")]
     return "\n".join(lines)
 
 

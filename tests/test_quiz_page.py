@@ -377,7 +377,7 @@ def test_graded_quiz_card_overrule_and_leitner():
     expected = (sum(x.made for x in g.points) + 1) / len(g.points)
     assert p.cards(me)["what-is-spec"]["box"] == (2 if expected >= Q.RIGHT else 1)
     assert p.overrules(me) == (1, len(g.points))
-    told = f"You overruled 1 of {len(g.points)} graded points: 1 the grader said missed, 0 it said made."
+    told = f"You overruled 1 of {len(g.points)} graded points: 1 the grader had missed (you made it count), 0 it"
     assert any(c.value.startswith(told) for c in at.caption)  # in the weak points' expander, counted apart
     weak = p.weak_points(me)
     # the overruled point counts as made; at most two rows from one card
