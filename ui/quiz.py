@@ -285,9 +285,9 @@ def weak_points(learner) -> None:
             d = progress().disagreements(learner, limit=0)
             if d["overruled"]:  # counted apart, as the grader's errors as this learner sees them
                 st.caption(f"You overruled {d['overruled']} of {d['graded']} graded points: {d['to_made']} the grader "
-                           f"had missed (you made it count), {d['to_missed']} it had credited (you declined it). Overrules count here as you set them, and "
-                           "are kept apart so the grader can be measured against them "
-                           "(`python -m specviz grade --overrules`).")
+                           f"had missed (you made it count), {d['to_missed']} it had credited (you declined it). "
+                           "Overrules count here as you set them, and are kept apart so the grader can be measured "
+                           "against them (`python -m specviz grade --overrules`).")
 
 
 def questions(pool) -> None:
