@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from specviz.errors import SpecVizError
 from specviz.practice import formula as F
@@ -305,6 +306,11 @@ def test_the_labelled_set_keeps_its_held_out_parts_apart():
         for made, ev in zip(r.labels, r.evidence):
             assert not made or (ev and ev in r.answer), (r.card, ev)
     assert {r.kind for r in later} >= {"wrong", "strong"}
+    # the third part, new cards: held out by card like the first, and no other part has an answer to one of them
+    new = T.new_cards()
+    first = yaml.safe_load(T.LABELS.read_text(encoding="utf-8"))["held_out_cards"]
+    assert new and new <= held and not new & set(first) and {r.card for r in test} >= new
+    assert not any(r.card in new for r in tune + later)
 
 
 @needs_model
