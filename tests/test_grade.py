@@ -43,7 +43,8 @@ def test_bad_answers_answer_in_one_line():
     for bad in ("", "   ", "x" * (G.MAX_ANSWER + 1), "(((( ))))", "12345 + 678"):
         with pytest.raises(SpecVizError):
             G.check_answer(bad)
-    assert G.check_answer("<b>exact</b> output") == "<b>exact</b> output"  # HTML is text to grade, escaped on pages
+    with pytest.raises(SpecVizError, match="plain text"):  # the issue's bad inputs include HTML: one line
+        G.check_answer("<b>exact</b> output")
 
 
 @pytest.mark.fast
@@ -151,6 +152,8 @@ def run_cli(*args, stdin=None):
 def test_cli_bad_input_is_one_line_and_exit_2():
     for args in (("--card", "no-such-card", "--answer", "x"), ("--card", "what-is-spec", "--answer", ""),
                  ("--card", "what-is-spec", "--answer", "y" * (G.MAX_ANSWER + 1)), ("--answer", "x"),
+                 ("--card", "what-is-spec", "--answer", "<script>alert(1)</script>"),
+                 ("--card", "what-is-spec", "--answer", "asdkj qwpoe zxmcn lkjh"),
                  ("--cv", "--start", "/no/such/stage-one.safetensors"), ("--cv", "--start", "README.md"),
                  ("--eval", "--start", "README.md")):
         out = run_cli(*args)
@@ -359,12 +362,32 @@ def test_an_answer_in_another_language_is_told_so():
               "est exactement celle de la cible.")
     assert "English only" in G.language_note(french)
     assert "English only" in G.language_note("目标模型在一次前向传播中验证所有草稿, KV cache 也要裁剪")  # Chinese
+    with pytest.raises(SpecVizError, match="reads English only"):  # refused, not graded 0 and stored as misses
+        G.check_answer(french)
     for english in ("reject -> resid = p minus x, renorm", "The target verifies all K drafts in one forward pass and "
                     "the output is exactly the target's.", "K+1 logits; accept w.p. min(1, p/q)",
                     "Cost per token, per draft, per cycle: c per step, con and pro, die size.", "α = 0.7, Σ min(p, q)"):
         assert G.language_note(english) is None
     with pytest.raises(SpecVizError, match="no words to grade"):
         G.check_answer("α = 1")  # Greek letters are maths here, not another language
+
+
+def test_html_and_keyboard_mash_are_refused_in_one_line_and_no_labelled_answer_is():
+    """A walk in Chromium: "<script>alert(1)</script><b>x</b>" and "asdkj qwpoe ..." were graded 0 and stored as
+    misses (the issue: HTML and gibberish are one line, nothing stored). Maths with < and > is not HTML; terse notes
+    of shorthand and the bank's terms are words."""
+    for html_ in ("<script>alert(1)</script><b>x</b>", "the draft is <b>cheap</b>", "<img src=x onerror=alert(1)> ok"):
+        with pytest.raises(SpecVizError, match="plain text"):
+            G.check_answer(html_)
+    for mash in ("asdkj qwpoe zxmcn lkjh qwerty", "lorem ipsum dolor sit amet consectetur adipiscing elit"):
+        with pytest.raises(SpecVizError, match="too few English words"):
+            G.check_answer(mash)
+    for fine in ("p<q and q>p, so accept", "stop at the <eos> token", "KV cache tok renorm argmax softmax resid",
+                 "asdf: the target verifies all K drafts in one forward pass"):
+        assert G.check_answer(fine) == fine
+    from specviz.training import grader as T
+    rows, _ = T.load_labels()
+    assert all(G.check_answer(r.answer) for r in rows)  # 350 answers of every voice: none refused
 
 
 @needs_model

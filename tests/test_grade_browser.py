@@ -25,7 +25,8 @@ def test_a_typed_answer_is_graded_with_its_evidence(server, browser):
     settle(page)
     expect(page.get_by_text("What is speculative decoding", exact=False).first).to_be_visible(timeout=60_000)
     answer = ("A small cheap model guesses a few tokens ahead, and the big model scores all the guesses in a "
-              "single forward pass. <b>It is exact</b>: the output is distributed as the big model's own.")
+              "single forward pass. It is exact (whether p<q & q>p or not): the output is distributed as the big "
+              "model's own.")
     box = page.locator("textarea[aria-label^='Your answer']").first
     box.fill(answer)
     box.press("Control+Enter")  # Streamlit commits a text area on Ctrl+Enter (or on blur)
@@ -36,7 +37,8 @@ def test_a_typed_answer_is_graded_with_its_evidence(server, browser):
     graded = page.locator(".sv-graded")
     expect(graded).to_have_count(1)
     expect(graded.locator("mark").first).to_be_visible()  # the evidence, marked in the learner's own text
-    assert "<b>" in graded.inner_text()  # the learner's HTML is shown as text, escaped
+    shown = graded.inner_text()  # the learner's < > & ' are shown as typed, escaped, never as entities
+    assert "p<q & q>p" in shown and "model's own" in shown and "&#" not in shown and "&amp;" not in shown
     g = G.grade(G.card("what-is-spec"), answer)
     for p in g.points:
         expect(page.get_by_text(p.point, exact=False).first).to_be_visible()

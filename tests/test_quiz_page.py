@@ -396,7 +396,8 @@ def test_bad_answers_in_the_graded_quiz_are_one_line_and_store_nothing():
     # the box takes a paste longer than the limit (a browser box capped at the limit drops it whole, silently)
     assert at.text_area(key="qa_mine_what-is-spec").proto.max_chars > Q.MAX_ANSWER + 1000
     too_long = ("The target checks all K drafts in one forward pass. " * 100)[:Q.MAX_ANSWER + 1000]
-    for bad in ("", "(" * 2500 + ")" * 2500, "12345", too_long):
+    for bad in ("", "(" * 2500 + ")" * 2500, "12345", "<script>alert(1)</script><b>x</b>", "asdkj qwpoe zxmcn lkjh",
+                "La cible vérifie tous les jetons en une seule passe et la sortie est exactement la sienne.", too_long):
         at.text_area(key="qa_mine_what-is-spec").set_value(bad).run()
         at.button(key="qa_grade").click().run()
         ok(at)
@@ -472,6 +473,10 @@ def test_evidence_that_overlaps_another_points_mark_is_quoted_on_its_row_escaped
     assert [n for _, n in marks(g, [False, True])] == [1]  # overruled away, the other is marked
     assert highlighted(text, g, [True, True]).count("<mark") == 1
     assert quoted("<b>*x* $y$</b>") == "&lt;b&gt;&#42;x&#42; &#36;y&#36;&lt;/b&gt;"
+    # a walk in Chromium saw "it&#x27;s": the quotes' entities were written before the marks', whose "#" broke them
+    import html
+    typed = 'it\'s "#1" & $x$ — the draft\'s q'
+    assert html.unescape(quoted(typed)) == typed and "&#35;x27" not in quoted(typed)
 
 
 @needs_grader
@@ -524,11 +529,11 @@ def test_a_graded_mock_step_is_overruled_and_the_verdict_follows():
     mock = qa.bank().mocks[0]
     name = f"overruler {uuid.uuid4().hex[:8]}"
     at = open_page("Mock interview", name=name, self_tick=False)
-    at.text_area(key=f"qa_gmock_mine_{mock.id}_0").set_value("A <b>small</b> model guesses tokens.").run()
+    at.text_area(key=f"qa_gmock_mine_{mock.id}_0").set_value("A small model's guesses, p<q & q>p.").run()
     at.button(key="qa_gmock_answer").click().run()
     ok(at)
     shown = [m.value for m in at.markdown if "Your answer: “" in m.value]
-    assert shown and all("&lt;b&gt;small&lt;/b&gt;" in v and "<b>" not in v for v in shown)  # escaped, never markup
+    assert shown and all("p&lt;q &amp; q&gt;p" in v and "<q" not in v for v in shown)  # escaped, never markup
     a = at.session_state["qa_gmock"]["asked"][0]
     j = next(k for k, (_, made, _, _) in enumerate(a.points) if not made)
     before = a.score

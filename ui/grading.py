@@ -60,7 +60,9 @@ _MARKDOWN = str.maketrans({c: f"&#{ord(c)};" for c in "\\`*_[]$~#|"})
 def quoted(text: str) -> str:
     """The learner's words inside Markdown: HTML escaped, and Markdown's and LaTeX's marks written as entities (a
     "$" would open maths, a "*" italics)."""
-    return html.escape(text).translate(_MARKDOWN)
+    # the marks first, the quotes after: html.escape's "&#x27;" holds a "#" that the marks' table would write as
+    # "&#35;", and the page showed "it&#x27;s" for "it's"
+    return html.escape(text, quote=False).translate(_MARKDOWN).replace('"', "&quot;").replace("'", "&#x27;")
 
 
 def highlighted(text: str, grade: G.Grade, made: list[bool], marked=None) -> str:
@@ -94,8 +96,6 @@ def show(text: str, grade: G.Grade, key: str, page: str = "", reference: str = "
         made.append(p.made != flip)
     st.markdown(f"**Your answer, graded** — {sum(made)} of {len(made)} points "
                 f"({round(100 * sum(made) / max(1, len(made)))} %)")
-    if note := G.language_note(text):
-        st.caption(note)
     marked = marks(grade, made)
     st.markdown(f'<div class="sv-graded" style="line-height:1.7">{highlighted(text, grade, made, marked)}</div>',
                 unsafe_allow_html=True)
@@ -119,7 +119,7 @@ def show(text: str, grade: G.Grade, key: str, page: str = "", reference: str = "
                   help="You disagree with the grader on this point: it counts the other way, and is stored as "
                        "overruled (the project measures where learners and grader disagree).")
     if page in BY_PATH and not all(made):
-        st.page_link(page, label=f"See the missed points: {BY_PATH[page].title}", icon=BY_PATH[page].icon)
+        st.page_link(page, label=f"The page that draws these points: {BY_PATH[page].title}", icon=BY_PATH[page].icon)
     st.caption(f"Graded offline on this machine by a small sentence encoder, which finds the clause nearest each "
                f"point, and a second reader of point and clause together, both trained on hand-labelled answers "
                f"(confidences: {', '.join(f'{100 * p.confidence:.0f} %' for p in grade.points)}). {CAVEAT}")

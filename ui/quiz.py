@@ -492,8 +492,6 @@ def graded_step(mock, state: dict, nxt: tuple[str, str, str], learner, clock=Non
         st.rerun()
     if asked:
         last = asked[-1]
-        if note := GR.G.language_note(last.answer):  # where the eye is, not inside the folded grade
-            st.info(note)
         # the label stays the same whatever the score: a new label is a new expander, drawn folded after each overrule
         with st.expander("Your last answer, graded point by point", expanded=False):
             st.markdown(f"**{round(100 * last.score)} % of its points**")

@@ -391,17 +391,51 @@ class Grade:
 
 
 def check_answer(answer: str) -> str:
-    """The answer as graded, or a one-line SpecVizError: empty, over the limit, or no words at all."""
+    """The answer as graded, or a one-line SpecVizError: empty, over the limit, HTML, no words at all, another
+    language, or words of no language (the issue's bad inputs: one line, nothing stored)."""
     text = str(answer or "")
     if not text.strip():
         raise SpecVizError("Type an answer first.")
     if len(text) > MAX_ANSWER:
         raise SpecVizError(f"An answer is at most {MAX_ANSWER:,} characters (this one has {len(text):,}).")
+    if tag := _TAG.search(text):
+        raise SpecVizError(f"An answer is plain text, and this one holds HTML ({tag.group(0)[:40]}): say it as you "
+                           "would to an interviewer.")
     if not re.search(r"[A-Za-z]{2,}", text):
         if len(_foreign(text)) >= 2:  # words, in another script
             raise SpecVizError("The grader reads English only: say it in English, as you would to an interviewer.")
         raise SpecVizError("That answer has no words to grade: say it as you would to an interviewer.")
+    if note := language_note(text):
+        raise SpecVizError(note)
+    if gibberish(text):
+        raise SpecVizError("That answer has too few English words to grade: say it as you would to an interviewer.")
     return text
+
+
+# HTML tags, not a comparison ("p<q and q>p" is maths): a known tag name, and a one-letter one only bare (<b>, </p>)
+_TAG = re.compile(r"</?(?:script|style|iframe|img|svg|div|span|html|body|head|form|input|button|table|tr|td|h[1-6]|"
+                  r"em|strong|code|pre|ul|ol|li|br|hr|link|meta|object|embed)\b[^<>]{0,200}>|</?[abipu]\s*/?>",
+                  re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=1)
+def _known_words() -> frozenset[str]:
+    """The encoder's whole-word vocabulary and every word of the bank (its terms: argmax, softmax, EAGLE)."""
+    folder = encoder_dir()
+    vocab = (pathlib.Path(folder) / "vocab.txt").read_text(encoding="utf-8").split() if folder else []
+    bank_words = re.findall(r"[a-z]+", " ".join(" ".join([q.question, q.answer or "", *q.rubric])
+                                                   for q in bank().questions).lower())
+    return frozenset(vocab) | frozenset(bank_words)
+
+
+def gibberish(text: str, floor: float = 0.25) -> bool:
+    """Keyboard mash ("asdkj qwpoe zxmcn"): of its words of three letters or more (at least four), under a quarter
+    are words the encoder or the bank knows. The hand-labelled answers, terse notes included, are above 0.47."""
+    words = [w for w in re.findall(r"[a-z]+", text.lower()) if len(w) >= 3]
+    known = _known_words()
+    if len(words) < 4 or len(known) < 1000:  # too short to tell, or no vocabulary to tell by
+        return False
+    return sum(w in known for w in words) < floor * len(words)
 
 
 def _foreign(text: str) -> list[str]:
@@ -420,13 +454,13 @@ _OTHER = frozenset("le la les des est une un pour dans avec que qui du au sont p
 def language_note(text: str) -> str | None:
     """One line when an answer looks written in another language than English (its common short words are French,
     German, Spanish or Italian ones more than English ones, or a third of its letters are of another script): the
-    grader reads English, so a point made in another language is missed, and the learner should know why."""
+    grader reads English, so such an answer is refused (check_answer) rather than graded 0 and stored as misses."""
     words = re.findall(r"[^\W\d_]+", str(text).lower())
     other, english = sum(w in _OTHER for w in words), sum(w in _ENGLISH for w in words)
     letters = sum(c.isalpha() for c in str(text))
     if other >= 3 and other > english or len(_foreign(str(text))) > 0.3 * letters:
         return ("This answer looks written in another language than English: the grader reads English only, so "
-                "points made in another language are counted as missed.")
+                "say it in English, as you would to an interviewer.")
     return None
 
 
