@@ -12,6 +12,7 @@ import yaml
 from specviz.errors import SpecVizError
 from specviz.practice import formula as F
 from specviz.practice import grade as G
+from specviz.qa.bank import bank
 
 ROOT = Path(__file__).resolve().parent.parent
 needs_model = pytest.mark.skipif(not G.available(), reason="the grader's encoder package is not installed")
@@ -105,6 +106,19 @@ def test_a_hint_cut_from_mid_sentence_says_so():
     h = G.hint("latency falls and the output distribution is unchanged", reference)
     assert h.removeprefix("…") in reference
     assert h.startswith("…so latency drops")  # the clause closest to the point, marked as cut from its sentence
+
+
+@needs_model
+def test_a_hint_points_the_right_way_and_never_stops_at_an_abbreviation():
+    """A walk in Chromium: "At high load wasted verify work can lower goodput" was hinted "At low load it raises both
+    goodputs" (the nearest by cosine alone), and a hint ended "The argument assumes v≈1, i.e."."""
+    card = G.card("ttft-tpot")
+    reference = {q.id: q for q in bank().questions}["ttft-tpot"].answer
+    h = G.hint(card.rubric[4], reference)
+    assert "high load" in h and "low load" not in h and "lower" in h
+    reference = "The argument assumes v ≈ 1, i.e. a verify pass costs about one decode step. Measure it first."
+    h = G.hint("The speedup argument assumes the verify cost v is about one step", reference)
+    assert not h.endswith(("i.e.", "e.g.")) and "one decode step" in h
 
 
 def test_a_number_from_a_wrong_formula_does_not_earn_the_point():
@@ -398,6 +412,8 @@ def test_a_hint_is_not_what_the_answer_already_says():
                  "the last draft, so one more token is sampled from it at no extra target cost. A cycle therefore "
                  "yields up to K+1 tokens.")
     point = "One token is sampled from it at no extra target cost, so a cycle yields up to K+1"
-    assert G.hint(point, reference) == "A cycle therefore yields up to K+1 tokens."
+    assert G.hint(point, reference) == "…so one more token is sampled from it at no extra target cost."
+    said = "One more token is sampled from it at no extra target cost."
+    assert "K+1" in G.hint(point, reference, answer=said)  # that half said: the hint is the other half
     h = G.hint(point, reference, answer="So a cycle yields up to K+1 tokens.")
     assert "no extra target cost" in h and h.removeprefix("…") in reference

@@ -111,7 +111,7 @@ def show(text: str, grade: G.Grade, key: str, page: str = "", reference: str = "
             c1.markdown(f"✓ **{n + 1}.** {p.point}{tag}")
         else:
             hint = f"✗ **{n + 1}.** {p.point}{tag}"
-            if not over and reference and encoder() is not None:
+            if reference and encoder() is not None:  # also on a ✓ the learner declined: they say they missed it
                 # the hint is the bank's own text (trusted Markdown with its maths), not the learner's
                 hint += "  \n&nbsp;&nbsp;&nbsp;Hint: " + G.hint(p.point, reference, encoder(), answer=text)
             c1.markdown(hint)

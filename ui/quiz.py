@@ -287,7 +287,7 @@ def weak_points(learner) -> None:
                 st.caption(f"You overruled {d['overruled']} of {d['graded']} graded points: {d['to_made']} the grader "
                            f"had missed (you made it count), {d['to_missed']} it had credited (you declined it). "
                            "Overrules count here as you set them, and are kept apart so the grader can be measured "
-                           "against them (`python -m specviz grade --overrules`).")
+                           "against them.")
 
 
 def questions(pool) -> None:
