@@ -220,9 +220,13 @@ def test_true_false_cards_are_graded_both_ways(bank):
         walk_to(at, item.id)
         assert at.button(key="qa_true") and at.button(key="qa_false")
         assert not any(m.value == item.answer for m in at.markdown)  # no answer before the learner's
+        if right:  # a reason typed first: told it is not scored, and where to compare it
+            at.text_area(key=f"qa_mine_{item.id}").set_value("Because the rule is exact.").run()
         at.button(key=said).click().run()
         ok(at)
         assert rnd(at).scores[item.id] == (1.0 if right else 0.0)
+        told = "Compare your reason above" if right else "No reason written"
+        assert any(c.value.startswith(told) for c in at.caption)
         if right:
             assert at.success and "the claim is **true**" in at.success[0].value
         else:
@@ -315,7 +319,7 @@ def test_a_mock_interview_reaches_its_verdict(bank):
         ok(at)
     v = Q.mock_verdict(expected)
     assert any(s.value.startswith(f"Verdict: {v.level}") for s in at.subheader)
-    assert any(Q.VERDICT_RULE in m.value for m in at.markdown)
+    assert any(Q.VERDICT_RULE in c.value for c in at.caption)  # below the table it decided
     if mock.level_guide:
         assert any(mock.level_guide in m.value for m in at.markdown)
     p = Progress()

@@ -169,6 +169,10 @@ def truefalse_card(r, item) -> None:
     score = r.scores[item.id]
     verdict_line(score, f"{'✓ Right' if score else '✗ Not right'}: the claim is "
                         f"**{'true' if item.truth else 'false'}**.")
+    # the reason is not graded (a true/false card has no rubric): say so, and where to compare it
+    said = st.session_state.get(f"qa_mine_{item.id}", "").strip()
+    st.caption("Compare your reason above with the explanation below: only True or False was scored."
+               if said else "No reason written: an interviewer's next word is “why?”. The explanation is below.")
     answer(item)
     if st.button("Next ▶", key="qa_next", type="primary"):
         go_on(r, item)
@@ -346,12 +350,13 @@ def verdict_block(mock, scores, rows, learner, recorded, rule_extra: str = "", s
     st.subheader(f"Verdict: {v.level} ({Q.LEVEL_NAMES.get(v.level, 'start with the fundamentals')})")
     extra = len(rows) - len(scores)
     st.markdown(f"Mean step score {round(100 * v.mean)} % over the chain's {len(scores)} questions"
-                + (f" ({extra} follow-up{'s' if extra > 1 else ''} in the table, not counted)" if extra else "")
-                + f". Rule: {Q.VERDICT_RULE}" + (f" {rule_extra}" if rule_extra else ""))
+                + (f" ({extra} follow-up{'s' if extra > 1 else ''} in the table, not counted)" if extra else "") + ".")
     st.table(rows, hide_index=True)  # a table wraps "Why asked" (a follow-up quotes the point it follows up)
     weakest = Q.work_on(v, scores)
     if weakest is not None:
         st.markdown(f"Work on step {steps[weakest] + 1} first: _{rows[steps[weakest]]['Question']}_")
+    # the rule after what it decided: a walk in Chromium found nine lines of rules above the table
+    st.caption(f"Rule: {Q.VERDICT_RULE}" + (f" {rule_extra}" if rule_extra else ""))
     if mock.level_guide:
         with st.container(border=True):
             st.markdown(f"**What separates the levels in this chain**\n\n{mock.level_guide}")

@@ -28,8 +28,7 @@ PAGES = [
     PageInfo("pages/4_Lossless_lab.py", "Lossless lab", "⚖️",
              "why the output is exactly p: shape p and q, see the residual, and the classic mistakes"),
     PageInfo("pages/5_Drafter_comparison.py", "Drafter comparison", "🏁",
-             "feature draft, token draft, n-gram, an untrained early exit and the target quantized raced on real runs: "
-             "speedups and slowdowns"),
+             "feature, token and n-gram drafts, an early exit, the target quantized: raced, speedups and slowdowns"),
     PageInfo("pages/7_Tree_speculation.py", "Tree speculation", "🌲",
              "a tree of drafts verified in one pass: tree mask, position ids, the accepted path"),
     PageInfo("pages/9_Lookahead_decoding.py", "Lookahead decoding", "🔭",
