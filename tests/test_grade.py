@@ -56,6 +56,11 @@ def test_clauses_are_substrings_and_bounded():
     assert spans and all(0 <= a < b <= len(text) for a, b in spans)
     assert any(text[a:b] == "The target checks every guess in one pass" for a, b in spans)
     assert len(G.clauses("word, " * 3000)) <= G.MAX_CLAUSES
+    # never cut inside brackets (a walk in Chromium was shown the evidence "The accept branch already emitted min(p")
+    proof = "The accept branch already emitted min(p, q) with probability one, and the residual adds max(0, p - q)."
+    assert all(proof[a:b].count("(") == proof[a:b].count(")") for a, b in G.clauses(proof))
+    first = "The accept branch already emitted min(p, q) with probability one"
+    assert first in [proof[a:b] for a, b in G.clauses(proof)]
 
 
 @pytest.mark.fast

@@ -222,6 +222,19 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     return _pieces(text, 0, len(text), _SENTENCE_END)
 
 
+def _unbroken(text: str, cut: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Pieces never cut inside brackets: a comma in "min(p, q)" is not the end of a clause (a walk in Chromium was
+    shown the evidence "The accept branch already emitted min(p"). On the grader's cross-validation folds no
+    decision changed (906 labels); only such evidence does."""
+    out = []
+    for a, b in cut:
+        if out and text[out[-1][0]:out[-1][1]].count("(") > text[out[-1][0]:out[-1][1]].count(")"):
+            out[-1] = (out[-1][0], b)
+        else:
+            out.append((a, b))
+    return out
+
+
 def clauses(answer: str) -> list[tuple[int, int]]:
     """(start, end) spans of the answer to judge: each sentence (and each whole sentence through its dashes and
     semicolons), each clause of a long sentence, and each pair of neighbouring clauses (a point is sometimes made
@@ -230,7 +243,7 @@ def clauses(answer: str) -> list[tuple[int, int]]:
     whole = _pieces(answer, 0, len(answer), _FULL_STOP)
     for a, b in _pieces(answer, 0, len(answer), _SENTENCE_END):
         sentences.append((a, b))
-        cut = _pieces(answer, a, b, _CLAUSE_CUT)
+        cut = _unbroken(answer, _pieces(answer, a, b, _CLAUSE_CUT))
         if len(cut) > 1:
             parts += cut
             pairs += [(cut[i][0], cut[i + 1][1]) for i in range(len(cut) - 1)]
