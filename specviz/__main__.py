@@ -460,15 +460,20 @@ def grade_cmd(a) -> int:
 def overrules(a) -> int:
     """python -m specviz grade --overrules [--learner NAME] [--json]: where learners and the grader disagree, from
     the overrules in the progress database (a cohort's PostgreSQL: the grader's errors in use, point by point)."""
-    from specviz.practice.progress import Progress
+    from specviz.practice.progress import Progress, default_target
 
-    p = Progress()
-    who = None
-    if a.learner is not None:
-        who = p.known(a.learner)
-        if who is None:
+    target = default_target()
+    if not isinstance(target, str) and not target.exists():  # a report never makes a database (a mistyped path)
+        raise SpecVizError(f"No progress database at {str(target)[:200]} (SPECVIZ_DB): nothing graded there yet.")
+    p = Progress(target)
+    try:
+        who = None if a.learner is None else p.known(a.learner)
+        if a.learner is not None and who is None:
             raise SpecVizError(f"No learner named {a.learner[:40]!r} in the {p.where}.")
-    d = p.disagreements(who) | {"database": p.where}
+        # JSON, for tools: every point overruled; the text: the ten most overruled
+        d = p.disagreements(who, limit=None if a.json else 10) | {"database": p.where}
+    finally:
+        p.close()
     if a.json:
         print(json.dumps(d))
         return 0
@@ -502,7 +507,7 @@ def _eval_text(r: dict, title: str = "held-out cards") -> str:
     if "fresh_answers" in r:  # the second held-out part: answers to tuning cards no training has seen
         lines += ["", _eval_text(r["fresh_answers"], "fresh answers to tuning cards (held out by answer)")]
     if "new_cards" in r:  # the third: cards labelled later, never read before the shipped grader's one read
-        lines += ["", _eval_text(r["new_cards"], "new held-out cards (labelled 2026-11-27, read once)")]
+        lines += ["", _eval_text(r["new_cards"], "new held-out cards (labelled and first read 2026-11-27)")]
     return "\n".join(lines)
 
 

@@ -120,7 +120,7 @@ def test_a_hint_points_the_right_way_and_never_stops_at_an_abbreviation():
     card = G.card("ttft-tpot")
     reference = {q.id: q for q in bank().questions}["ttft-tpot"].answer
     h = G.hint(card.rubric[4], reference)
-    assert "high load" in h and "low load" not in h and "lower" in h
+    assert "high load the wasted verify work" in h and h != "At low load it raises both goodputs"
     reference = "The argument assumes v ≈ 1, i.e. a verify pass costs about one decode step. Measure it first."
     h = G.hint("The speedup argument assumes the verify cost v is about one step", reference)
     assert not h.endswith(("i.e.", "e.g.")) and "one decode step" in h
@@ -188,9 +188,9 @@ def test_cli_overrules_reports_where_learners_and_the_grader_disagree(tmp_path, 
     and point, as text or JSON, for everyone or one learner by name; an unknown name is one line, exit 2."""
     from specviz.practice.progress import Progress
     monkeypatch.setenv("SPECVIZ_DB", str(tmp_path / "p.sqlite"))
+    p = Progress()
     empty = run_cli("--overrules")
     assert empty.returncode == 0 and empty.stdout.startswith("No graded answers yet")
-    p = Progress()
     p.record_points(p.learner("Ada"), "what-is-spec", [(0, "drafter proposes K", False, True),
                                                        (1, "one pass", True, True)])
     p.record_points(p.learner("Lin"), "what-is-spec", [(0, "drafter proposes K", True, False)])
@@ -202,6 +202,11 @@ def test_cli_overrules_reports_where_learners_and_the_grader_disagree(tmp_path, 
     assert (d["graded"], d["overruled"], d["to_made"], d["to_missed"], d["learners"]) == (2, 1, 1, 0, 1)
     bad = run_cli("--overrules", "--learner", "Nobody")
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and Progress().known("Nobody") is None
+    p.record_points(p.learner("Ada"), "ttft-tpot", [(k, f"p{k}", False, True) for k in range(12)])
+    assert len(json.loads(run_cli("--overrules", "--json").stdout)["points"]) == 13  # JSON: all, the text ten
+    monkeypatch.setenv("SPECVIZ_DB", str(tmp_path / "mistyped.sqlite"))
+    missing = run_cli("--overrules")  # a report never makes a database
+    assert missing.returncode == 2 and not (tmp_path / "mistyped.sqlite").exists()
 
 
 @pytest.mark.fast
@@ -330,8 +335,8 @@ def test_the_labelled_set_keeps_its_held_out_parts_apart():
     assert {r.kind for r in later} >= {"wrong", "strong"}
     # the third part, new cards: held out by card like the first, and no other part has an answer to one of them
     new = T.new_cards()
-    first = yaml.safe_load(T.LABELS.read_text(encoding="utf-8"))["held_out_cards"]
-    assert new and new <= held and not new & set(first) and {r.card for r in test} >= new
+    first = set(yaml.safe_load(T.LABELS.read_text(encoding="utf-8"))["held_out_cards"])
+    assert new and not new & first and held == first | new and {r.card for r in test} == held
     assert not any(r.card in new for r in tune + later)
 
 
@@ -401,8 +406,13 @@ def test_html_and_keyboard_mash_are_refused_in_one_line_and_no_labelled_answer_i
     for mash in ("asdkj qwpoe zxmcn lkjh qwerty", "lorem ipsum dolor sit amet consectetur adipiscing elit"):
         with pytest.raises(SpecVizError, match="too few English words"):
             G.check_answer(mash)
+    for html_ in ('<a href="x">link</a> the target', "<details ontoggle=alert(1)> the target verifies"):
+        with pytest.raises(SpecVizError, match="plain text"):
+            G.check_answer(html_)
     for fine in ("p<q and q>p, so accept", "stop at the <eos> token", "KV cache tok renorm argmax softmax resid",
-                 "asdf: the target verifies all K drafts in one forward pass"):
+                 "asdf: the target verifies all K drafts in one forward pass", "acceptance<head count> is the rate",
+                 "prefill<pre-fill time and speedup>1", "non-greedy sampling: non-zero temperature, non-deterministic "
+                 "kernels, so not bit-exact", "greedy: bit-exact vs non-spec run; sampling: non-det, same seed"):
         assert G.check_answer(fine) == fine
     from specviz.training import grader as T
     rows, _ = T.load_labels()

@@ -37,7 +37,7 @@ def test_a_typed_answer_is_graded_with_its_evidence(server, browser):
     graded = page.locator(".sv-graded")
     expect(graded).to_have_count(1)
     expect(graded.locator("mark").first).to_be_visible()  # the evidence, marked in the learner's own text
-    shown = graded.inner_text()  # the learner's < > & ' are shown as typed, escaped, never as entities
+    shown = graded.inner_text()  # the learner's < > & ' shown as typed (quoted()'s entities: tests/test_quiz_page.py)
     assert "p<q & q>p" in shown and "model's own" in shown and "&#" not in shown and "&amp;" not in shown
     g = G.grade(G.card("what-is-spec"), answer)
     for p in g.points:

@@ -79,8 +79,9 @@ def highlighted(text: str, grade: G.Grade, made: list[bool], marked=None) -> str
 
 
 # What the grader gets wrong most, measured (models/README.md, `python -m specviz grade --eval`: precision of "made"
-# 0.91 on the held-out cards' answers, 0.82 on the fresh hard answers), said where the learner reads the grade
-CAVEAT = ("About 1 credited point in 10 is wrong on held-out answers, 1 in 5 on hard ones: it reads a point's "
+# 0.85 on the new held-out cards no choice had seen, 0.91 on the first held-out cards, 0.82 on the fresh hard
+# answers), said where the learner reads the grade
+CAVEAT = ("About 1 credited point in 7 is wrong on held-out answers, 1 in 5 on hard ones: it reads a point's "
           "subject better than its stance, so a clause on the subject that says the opposite can still earn it. "
           "Check the highlighted words of each ✓ and overrule what they do not say; a ✗ you said in other words, "
           "overrule too.")
@@ -113,7 +114,8 @@ def show(text: str, grade: G.Grade, key: str, page: str = "", reference: str = "
             hint = f"✗ **{n + 1}.** {p.point}{tag}"
             if reference and encoder() is not None:  # also on a ✓ the learner declined: they say they missed it
                 # the hint is the bank's own text (trusted Markdown with its maths), not the learner's
-                hint += "  \n&nbsp;&nbsp;&nbsp;Hint: " + G.hint(p.point, reference, encoder(), answer=text)
+                with _GRADING:  # the encoder's tokenizer is shared with the graders (a batch call sets padding)
+                    hint += "  \n&nbsp;&nbsp;&nbsp;Hint: " + G.hint(p.point, reference, encoder(), answer=text)
             c1.markdown(hint)
         c2.toggle("Overrule", key=f"{key}_over_{n}",
                   help="You disagree with the grader on this point: it counts the other way, and is stored as "

@@ -283,15 +283,18 @@ def current_round(key: tuple, by_id: dict) -> Q.Round:
 
 def weak_points(learner) -> None:
     weak = progress().weak_points(learner) if learner is not None else []
+    d = progress().disagreements(learner, limit=0) if learner is not None else {"overruled": 0}
+    # counted apart, as the grader's errors as this learner sees them (shown with no weak point left, too)
+    told = (f"You overruled {d['overruled']} of {d['graded']} graded points: {d['to_made']} the grader had missed "
+            f"(you made it count), {d['to_missed']} it had credited (you declined it). Overrules count here as you "
+            "set them, and are kept apart so the grader can be measured against them.") if d["overruled"] else ""
     if weak:
         with st.expander("Points you miss most often"):
             GR.weak_points(learner, progress(), "qa", weak, title=False)
-            d = progress().disagreements(learner, limit=0)
-            if d["overruled"]:  # counted apart, as the grader's errors as this learner sees them
-                st.caption(f"You overruled {d['overruled']} of {d['graded']} graded points: {d['to_made']} the grader "
-                           f"had missed (you made it count), {d['to_missed']} it had credited (you declined it). "
-                           "Overrules count here as you set them, and are kept apart so the grader can be measured "
-                           "against them.")
+            if told:
+                st.caption(told)
+    elif told:
+        st.caption(told)
 
 
 def questions(pool) -> None:

@@ -393,11 +393,11 @@ class Progress:
         d = self.disagreements(learner, limit=0)
         return d["overruled"], d["graded"]
 
-    def disagreements(self, learner: int | None = None, limit: int = 10) -> dict:
+    def disagreements(self, learner: int | None = None, limit: int | None = 10) -> dict:
         """Where learners and the grader disagree, from the overrules stored: the totals by direction (the grader
         said missed and the learner made it count, or the other way) and the points overruled most often, each with
-        how often it was graded. For one learner, or everyone (a cohort's database: what the grader gets wrong in
-        use, point by point, beside its held-out figures)."""
+        how often it was graded (`limit` of them; None: all). For one learner, or everyone (a cohort's database:
+        what the grader gets wrong in use, point by point, beside its held-out figures)."""
         where, args = ("WHERE learner = ?", (learner,)) if learner is not None else ("", ())
         with self._db() as db:
             rows = db.execute(f"SELECT card, point, MAX(text), COUNT(*), SUM(overruled), SUM(overruled * made) "
@@ -408,7 +408,7 @@ class Progress:
         points.sort(key=lambda d: (-d["overruled"], -d["overruled"] / d["graded"], d["card"], d["point"]))
         over, up = sum(r[4] for r in rows), sum(r[5] for r in rows)  # up: the grader said missed, the learner made
         return dict(learners=learners, graded=sum(r[3] for r in rows), overruled=over, to_made=up,
-                    to_missed=over - up, points=points[:limit])
+                    to_missed=over - up, points=points if limit is None else points[:limit])
 
 
 def _insert_points(db, learner: int, card: str, points, at: float) -> None:

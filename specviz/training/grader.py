@@ -46,7 +46,7 @@ def load_labels(path: pathlib.Path = LABELS) -> tuple[list[Labelled], set[str]]:
 
 def new_cards(path: pathlib.Path = LABELS) -> set[str]:
     """The third held-out part: cards labelled on 2026-11-27 (later) that no training, cross-validation or choice
-    has seen, read once for the shipped grader (the first part's cards had been read 25 times by then)."""
+    has seen, first read for the shipped grader that day (the first part's cards had been read 25 times by then)."""
     return set(yaml.safe_load(path.read_text(encoding="utf-8")).get("new_cards") or ())
 
 
