@@ -59,6 +59,10 @@ def test_clauses_are_substrings_and_bounded():
     # never cut inside brackets (a walk in Chromium was shown the evidence "The accept branch already emitted min(p")
     proof = "The accept branch already emitted min(p, q) with probability one, and the residual adds max(0, p - q)."
     assert all(proof[a:b].count("(") == proof[a:b].count(")") for a, b in G.clauses(proof))
+    # nor does a sentence end at an abbreviation (the grader's clauses and the hints share the cut)
+    said = "The argument assumes v ≈ 1, i.e. a verify pass costs one step. E.g. on a GPU. Draws are i.i.d. here."
+    assert [said[a:b] for a, b in G.sentence_spans(said)] == [
+        "The argument assumes v ≈ 1, i.e. a verify pass costs one step.", "E.g. on a GPU.", "Draws are i.i.d. here."]
     first = "The accept branch already emitted min(p, q) with probability one"
     assert first in [proof[a:b] for a, b in G.clauses(proof)]
 

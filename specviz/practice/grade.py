@@ -178,10 +178,13 @@ def default_encoder() -> Encoder:
 
 
 # ---------------------------------------------------------------- the answer, cut into clauses
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(<A-Z0-9a-z])|\n+|;\s*|\s+[–—]\s+")  # not " - ": a minus
+# no sentence ends after an abbreviation ("i.e.", "e.g.", "i.i.d.", "w.p."): a walk in Chromium was hinted "The
+# argument assumes v≈1, i.e."
+_ABBREV = r"(?<![Ii]\.[Ee]\.)(?<![Ee]\.[Gg]\.)(?<!i\.i\.d\.)(?<!\bvs\.)(?<!\bcf\.)(?<!w\.p\.)(?<!approx\.)"
+_SENTENCE_END = re.compile(_ABBREV + r"(?<=[.!?])\s+(?=[\"'(<A-Z0-9a-z])|\n+|;\s*|\s+[–—]\s+")  # " - ": a minus
 # a whole sentence (cut only at . ! ? and line ends) is judged too: a rambling answer's point often runs through a
 # dash aside ("the numerator tops out — it can never get past 1/(1 − a) — while the denominator keeps growing")
-_FULL_STOP = re.compile(r"(?<=[.!?])\s+(?=[\"'(<A-Z0-9a-z])|\n+")
+_FULL_STOP = re.compile(_ABBREV + r"(?<=[.!?])\s+(?=[\"'(<A-Z0-9a-z])|\n+")
 # a colon cuts a clause, not a sentence: a terse note's "top-k: keep k most probable, renorm" is judged whole (the
 # term and its definition) as well as in parts
 # " and " before a word cuts a clause ("... gives 1 to K+1 tokens and the output is exactly the target's", "scores
@@ -701,13 +704,6 @@ def follow_up(point: str, exclude=(), encoder: Encoder | None = None, twin: floa
     return cards[pool[int(enc.torch.argmax(sims))].id]
 
 
-# a hint's sentences end at . ! ? but not after an abbreviation ("i.e.", "e.g.", "i.i.d."): a walk in Chromium got
-# "Hint: The argument assumes v≈1, i.e."
-_HINT_END = re.compile(r"(?<![Ii]\.[Ee]\.)(?<![Ee]\.[Gg]\.)(?<!i\.i\.d\.)(?<!\bvs\.)(?<!\bcf\.)(?<!w\.p\.)"
-                       r"(?<!approx\.)"
-                       r"(?<=[.!?])\s+(?=[\"'(<A-Z0-9a-z])|\n+|;\s*|\s+[–—]\s+")
-
-
 def hint(point: str, reference: str, encoder: Encoder | None = None, limit: int = 180, answer: str = "") -> str:
     """One line to help with a missed point: the piece of the card's model answer that says it best — a clause, two
     neighbouring clauses or a whole sentence, by meaning (cosine) and by how many of the point's words it holds (a
@@ -718,7 +714,7 @@ def hint(point: str, reference: str, encoder: Encoder | None = None, limit: int 
     enc = encoder or default_encoder()
     text = re.sub(r"\s+", " ", str(reference or "")).strip()
     spans = []
-    for a, b in _pieces(text, 0, len(text), _HINT_END):
+    for a, b in _pieces(text, 0, len(text), _SENTENCE_END):
         parts = _unbroken(text, _pieces(text, a, b, _CLAUSE_CUT))  # "text (code, lists)" stays whole
         spans += parts + [(x[0], y[1]) for x, y in zip(parts, parts[1:])] + [(a, b)]
     spans += _pieces(text, 0, len(text), _FULL_STOP)  # whole sentences through their ";" (a ";" inside brackets)
