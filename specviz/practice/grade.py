@@ -238,7 +238,7 @@ def _unbroken(text: str, cut: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return out
 
 
-def clauses(answer: str) -> list[tuple[int, int]]:
+def clauses(answer: str, limit: int | None = MAX_CLAUSES) -> list[tuple[int, int]]:
     """(start, end) spans of the answer to judge: each sentence (and each whole sentence through its dashes and
     semicolons), each clause of a long sentence, and each pair of neighbouring clauses (a point is sometimes made
     across a comma). Regular expressions only, no recursion."""
@@ -250,7 +250,8 @@ def clauses(answer: str) -> list[tuple[int, int]]:
         if len(cut) > 1:
             parts += cut
             pairs += [(cut[i][0], cut[i + 1][1]) for i in range(len(cut) - 1)]
-    # past MAX_CLAUSES a long answer loses its joined pairs first, then its parts, never a sentence
+    # past `limit` (MAX_CLAUSES; None for a hint, which reads the model answer) a long answer loses its joined pairs
+    # first, then its parts, never a sentence
     seen, out, cut_out = set(), [], len(sentences) + len(whole)
     for n, (a, b) in enumerate(sentences + whole + parts + pairs):
         while a < b and answer[a] in " ,.;:-–—\n\t\"'":
@@ -262,7 +263,7 @@ def clauses(answer: str) -> list[tuple[int, int]]:
         if b > a and (a, b) not in seen and len(answer[a:b].split()) >= MIN_WORDS:
             seen.add((a, b))
             out.append((a, b))
-    return out[:MAX_CLAUSES]
+    return out if limit is None else out[:limit]
 
 
 # ---------------------------------------------------------------- what embeddings miss
@@ -713,11 +714,7 @@ def hint(point: str, reference: str, encoder: Encoder | None = None, limit: int 
     Over the bank's 586 points the grader itself credits the hint with its point 536 times (445 by cosine alone)."""
     enc = encoder or default_encoder()
     text = re.sub(r"\s+", " ", str(reference or "")).strip()
-    spans = []
-    for a, b in _pieces(text, 0, len(text), _SENTENCE_END):
-        parts = _unbroken(text, _pieces(text, a, b, _CLAUSE_CUT))  # "text (code, lists)" stays whole
-        spans += parts + [(x[0], y[1]) for x, y in zip(parts, parts[1:])] + [(a, b)]
-    spans += _pieces(text, 0, len(text), _FULL_STOP)  # whole sentences through their ";" (a ";" inside brackets)
+    spans = clauses(text, limit=None)  # the grader's own pieces: clauses, neighbouring pairs, whole sentences
     # whole maths and whole brackets only: a piece cut inside $...$ would not render, and it is never truncated
     pieces = list(dict.fromkeys(t for t in (text[a:b].strip(" ,;") for a, b in spans)
                                 if len(t.split()) >= 4 and t.count("$") % 2 == 0 and t.count("(") == t.count(")")
