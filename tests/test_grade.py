@@ -178,7 +178,7 @@ def test_cli_bad_input_is_one_line_and_exit_2():
                  ("--card", "what-is-spec", "--answer", "<script>alert(1)</script>"),
                  ("--card", "what-is-spec", "--answer", "asdkj qwpoe zxmcn lkjh"),
                  ("--cv", "--start", "/no/such/stage-one.safetensors"), ("--cv", "--start", "README.md"),
-                 ("--eval", "--start", "README.md")):
+                 ("--eval", "--start", "README.md"), ("--eval", "--no-contrasts")):
         out = run_cli(*args)
         assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, (args, out.stderr)
     listed = run_cli("--list", "--json")
@@ -342,6 +342,32 @@ def test_the_labelled_set_keeps_its_held_out_parts_apart():
     first = set(yaml.safe_load(T.LABELS.read_text(encoding="utf-8"))["held_out_cards"])
     assert new and not new & first and held == first | new and {r.card for r in test} == held
     assert not any(r.card in new for r in tune + later)
+
+
+@needs_model
+def test_stance_contrasts_cover_tuning_cards_only_and_reach_training_only_for_its_cards(tmp_path):
+    """Each point of a contrast card has a sentence that makes it and two that deny it; no held-out card is there
+    (a file naming one is refused); the second reader's pairs take the contrasts they are given and no other."""
+    from specviz.training import grader as T
+    from specviz.training import reader_train as RT
+    data = yaml.safe_load(T.CONTRASTS.read_text(encoding="utf-8"))
+    _, held = T.load_labels()
+    cards = T.cards_by_id()
+    assert data and not {c["card"] for c in data} & held
+    for c in data:
+        assert [p["point"] for p in c["points"]] == list(cards[c["card"]].rubric), c["card"]
+        for p in c["points"]:
+            assert len(p["makes"]) >= 1 and len(p["denies"]) == 2 and p["point"] not in p["denies"]
+    bad = tmp_path / "c.yaml"
+    bad.write_text(yaml.safe_dump([{"card": sorted(held)[0], "points": []}]))
+    with pytest.raises(SpecVizError, match="held-out"):
+        T.load_contrasts(bad)
+    contrasts = T.load_contrasts()
+    rows = [r for r in T.load_labels()[0] if r.card in contrasts][:1]
+    graded = {r.card for r in T.split(*T.load_labels())[0]} - {rows[0].card}  # cross-validation's test fold, say
+    taught = {c: v for c, v in contrasts.items() if c not in graded}
+    got = set(RT.pairs(rows, cards, G.default_encoder(), G.head()["weights"], contrasts=taught))
+    assert all(set(v) <= got if c in taught else not set(v) & got for c, v in contrasts.items())
 
 
 @needs_model

@@ -20,6 +20,7 @@ from specviz.training import reader_train as RT
 from specviz.qa.bank import bank
 
 LABELS = pathlib.Path(__file__).resolve().parents[1] / "practice" / "grading_labels.yaml"
+CONTRASTS = LABELS.with_name("grading_contrasts.yaml")
 TARGETS = dict(agreement=0.85, kappa=0.7, wrong_max=0.25, strong_min=0.6)
 PRIOR = {"bias": -6.0, "sim": 8.0, "margin_vs_misconception": 4.0, "stance_conflict": -3.0, "stance_agree": 1.0}
 
@@ -48,6 +49,22 @@ def new_cards(path: pathlib.Path = LABELS) -> set[str]:
     """The third held-out part: cards labelled on 2026-11-27 (later) that no training, cross-validation or choice
     has seen, first read for the shipped grader that day (the first part's cards had been read 25 times by then)."""
     return set(yaml.safe_load(path.read_text(encoding="utf-8")).get("new_cards") or ())
+
+
+def load_contrasts(path: pathlib.Path = CONTRASTS) -> dict[str, list[tuple[str, str, float]]]:
+    """card -> [(point, sentence, 1.0 if it makes the point else 0.0)]: the second reader's stance examples.
+    Every card's but the held-out ones': one here is refused (it would teach the reader the rubric they measure)."""
+    if not path.exists():
+        return {}
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or []
+    _, held = load_labels()
+    out: dict[str, list[tuple[str, str, float]]] = {}
+    for card in data:
+        if card["card"] in held:
+            raise SpecVizError(f"{path.name}: {card['card']} is a held-out card.")
+        out[card["card"]] = [(p["point"], str(t).strip(), made) for p in card["points"]
+                             for key, made in (("makes", 1.0), ("denies", 0.0)) for t in p.get(key) or ()]
+    return out
 
 
 def cards_by_id() -> dict:
@@ -106,8 +123,9 @@ def _examples(rows: list[Labelled], cards: dict, enc, weights) -> tuple[list, li
 
 # How much the second reader weighs beside the first (logit = first + READER_WEIGHT · second) and the threshold on
 # the result: chosen by `cross_validate` over the tuning part (python -m specviz grade --cv), not in-sample — the
-# reader has seen its training rows' evidence, so its logits on them are over-confident.
-READER_WEIGHT, READER_THRESHOLD = 1.0, 0.63
+# reader has seen its training rows' evidence, so its logits on them are over-confident. With the stance contrasts
+# (2026-11-27, later): the best mean of the rule over two seeds' folds (docs/grader-cv-2026-11-27-contrasts.json).
+READER_WEIGHT, READER_THRESHOLD = 0.5, 0.53
 
 
 def _base(rows: list[Labelled], cards: dict, enc, rounds: int = 3, **fit) -> list[float]:
@@ -138,14 +156,17 @@ THRESHOLDS = [i / 100 for i in range(20, 86)]
 
 
 def train(rows: list[Labelled], write: bool = True, penalty: float = 0.01, second: bool = True,
-          weight: float = READER_WEIGHT, threshold: float = READER_THRESHOLD, **fit) -> dict:
+          weight: float = READER_WEIGHT, threshold: float = READER_THRESHOLD, contrasts: dict | None = None,
+          **fit) -> dict:
     """Fit the head on `rows` (the tuning part only) and write models/grader/head.json; with `second`, fine-tune
     the second reader on the same rows (models/grader/reader.safetensors), joined at `weight` and `threshold`.
-    Without it the threshold maximises agreement less `penalty` per answer outside the targets."""
+    Without it the threshold maximises agreement less `penalty` per answer outside the targets. `contrasts`: the
+    second reader's stance examples (default load_contrasts(), every card's but the held-out ones)."""
     cards = cards_by_id()
     enc = G.default_encoder()
     weights = _base(rows, cards, enc, **fit)
-    reader = RT.train_reader(RT.pairs(rows, cards, enc, weights)) if second else None
+    contrasts = load_contrasts() if contrasts is None else contrasts
+    reader = RT.train_reader(RT.pairs(rows, cards, enc, weights, contrasts=contrasts)) if second else None
     pair = (reader, [0.0, 1.0, weight]) if reader else None
     n = sum(len(r.labels) for r in rows)
     alone = [G.pair_features(cards[r.card].rubric, r.answer, enc, weights) for r in rows]
@@ -231,19 +252,22 @@ def held_out_report(path: pathlib.Path = LABELS) -> dict:
 
 
 def cross_validate(rows: list[Labelled], folds: int = 4, weights=(0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5),
-                   penalty: float = 0.01, start: dict | None = None, **fit) -> dict:
+                   penalty: float = 0.01, start: dict | None = None, contrasts: dict | None = None, **fit) -> dict:
     """Each fold of the TUNING part's cards graded by readers trained on the other folds, at every (reader weight,
     threshold): the pooled agreement, kappa and answers outside the targets of each. The choice maximises agreement
     less `penalty` per answer outside the targets; weight 0 is the first reader alone. How choices are made without
-    touching the held-out part. `start`: the second reader's tuned layers to fine-tune from (specviz.training.nli)."""
+    touching the held-out part. `start`: the second reader's tuned layers to fine-tune from (specviz.training.nli);
+    `contrasts`: stance examples (default load_contrasts(); {} for none), the graded fold's cards' left out."""
     cards, ids = cards_by_id(), sorted({r.card for r in rows})
     enc = G.default_encoder()
+    contrasts = load_contrasts() if contrasts is None else contrasts
     pooled: dict[tuple[float, float], list] = {}
     for k in range(folds):
         test = [r for r in rows if r.card in set(ids[k::folds])]
         train_rows = [r for r in rows if r.card not in set(ids[k::folds])]
         w = _base(train_rows, cards, enc, **fit)
-        reader = RT.train_reader(RT.pairs(train_rows, cards, enc, w), start=start)
+        taught = {c: v for c, v in contrasts.items() if c not in set(ids[k::folds])}
+        reader = RT.train_reader(RT.pairs(train_rows, cards, enc, w, contrasts=taught), start=start)
         for lam in weights:
             feats = [G.pair_features(cards[r.card].rubric, r.answer, enc, w, (reader, [0.0, 1.0, lam]) if lam else None)
                      for r in test]

@@ -8,7 +8,10 @@ reach here):
   hardest negatives, the ones that earned false credit); each point with its own words flipped (a "not" put in or
   taken out, an opposite swapped: "exactly" for "approximately", "one pass" for "K passes"), with the bank's
   misconception it sits closest to, and with a clause of another card's answer; and every clause above that
-  makes its point, with one of its words flipped.
+  makes its point, with one of its words flipped;
+- both, from `contrasts` (specviz/practice/grading_contrasts.yaml, tuning cards only): for each point, a sentence
+  that makes it far from the rubric's words, and two on its subject that contradict it in a learner's own words
+  (not a flipped word: "EAGLE adapts to a new target by itself" for "must be retrained").
 """
 from __future__ import annotations
 
@@ -57,8 +60,10 @@ def _sentences(text: str) -> list[str]:
     return [text[a:b] for a, b in G.sentence_spans(text) if len(text[a:b].split()) >= 4]
 
 
-def pairs(rows, cards: dict, enc, weights, seed: int = 0) -> list[tuple[str, str, float]]:
-    """(point, clause, made) for fine-tuning; see the module docstring."""
+def pairs(rows, cards: dict, enc, weights, seed: int = 0,
+          contrasts: dict | None = None) -> list[tuple[str, str, float]]:
+    """(point, clause, made) for fine-tuning; see the module docstring. `contrasts`: card -> [(point, sentence,
+    made)], every card's taken (the caller leaves out the cards it will grade)."""
     rng = random.Random(seed)
     out: list[tuple[str, str, float]] = []
     clauses_by_card: dict[str, list[str]] = {}
@@ -100,6 +105,8 @@ def pairs(rows, cards: dict, enc, weights, seed: int = 0) -> list[tuple[str, str
         turned = flips(clause, len(_FLIPS))
         if turned:
             out.append((point, rng.choice(turned), 0.0))
+    for c in sorted(contrasts or ()):
+        out += [(point, text, made) for point, text, made in contrasts[c] if point in cards[c].rubric]
     return out
 
 
