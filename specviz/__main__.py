@@ -203,7 +203,7 @@ def _practice_args(sub) -> None:
     g.add_argument("--train", action="store_true", help="refit the head and second reader on the tuning part")
     g.add_argument("--cv", action="store_true",
                    help="4-fold cross-validation by card over the tuning part: agreement, kappa, answers outside the "
-                   "targets per second-reader weight and threshold; the choice (~15 min)")
+                   "targets per second-reader weight and threshold; the choice (~22 min)")
     g.add_argument("--overrules", action="store_true",
                    help="where learners and the grader disagree: the overrules in the progress database (SPECVIZ_DB)")
     g.add_argument("--learner", default=None, help="with --overrules: one learner's, by name (default: everyone's)")
@@ -404,11 +404,12 @@ def _start_state(a) -> dict | None:
 
 
 def grade_cmd(a) -> int:
-    """python -m specviz grade: --list; --card ID --answer TEXT|- [--json] [--timing]; --eval; --train; --overrules."""
+    """python -m specviz grade: --list; --card ID --answer TEXT|- [--json] [--timing]; --eval; --train;
+    --cv [--start FILE] [--no-contrasts]; --overrules."""
     from specviz.practice import grade as G
 
-    if a.no_contrasts and not a.cv:
-        raise SpecVizError("--no-contrasts is read by --cv only (the second reader's stance examples in each fold).")
+    if a.no_contrasts and (a.train or not a.cv):
+        raise SpecVizError("--no-contrasts is read by --cv alone (the second reader's stance examples in each fold).")
     if a.list:
         cards = [dict(card=c.id, question=c.question, points=len(c.rubric)) for c in G.gradable_cards().values()]
         print(json.dumps(cards) if a.json else "\n".join(f"{c['card']:40} {c['question']}" for c in cards))

@@ -178,7 +178,8 @@ def test_cli_bad_input_is_one_line_and_exit_2():
                  ("--card", "what-is-spec", "--answer", "<script>alert(1)</script>"),
                  ("--card", "what-is-spec", "--answer", "asdkj qwpoe zxmcn lkjh"),
                  ("--cv", "--start", "/no/such/stage-one.safetensors"), ("--cv", "--start", "README.md"),
-                 ("--eval", "--start", "README.md"), ("--eval", "--no-contrasts")):
+                 ("--eval", "--start", "README.md"), ("--eval", "--no-contrasts"),
+                 ("--cv", "--train", "--no-contrasts")):
         out = run_cli(*args)
         assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, (args, out.stderr)
     listed = run_cli("--list", "--json")
@@ -345,29 +346,55 @@ def test_the_labelled_set_keeps_its_held_out_parts_apart():
 
 
 @needs_model
-def test_stance_contrasts_cover_tuning_cards_only_and_reach_training_only_for_its_cards(tmp_path):
-    """Each point of a contrast card has a sentence that makes it and two that deny it; no held-out card is there
-    (a file naming one is refused); the second reader's pairs take the contrasts they are given and no other."""
+def test_stance_contrasts_leave_out_held_out_cards_and_reach_training_only_for_the_cards_given(tmp_path):
+    """Every tuning card has contrasts: per point, one sentence that makes it and two that deny it, one of those
+    with no negation word, no sentence twice; no held-out card is there (a file naming one, an unknown card or a
+    point off its rubric is refused); the second reader's pairs take the contrasts they are given and no other."""
+    import re
     from specviz.training import grader as T
     from specviz.training import reader_train as RT
     data = yaml.safe_load(T.CONTRASTS.read_text(encoding="utf-8"))
-    _, held = T.load_labels()
+    rows, held = T.load_labels()
+    tune, _ = T.split(rows, held)
     cards = T.cards_by_id()
-    assert data and not {c["card"] for c in data} & held
+    assert not {c["card"] for c in data} & held and {r.card for r in tune} <= {c["card"] for c in data}
+    said = [t for c in data for p in c["points"] for t in p["makes"] + p["denies"]]
+    assert len(said) == len(set(said))
+    negation = re.compile(r"\b(not|no|never|none|nothing|without|cannot)\b|n't", re.I)
     for c in data:
         assert [p["point"] for p in c["points"]] == list(cards[c["card"]].rubric), c["card"]
         for p in c["points"]:
-            assert len(p["makes"]) >= 1 and len(p["denies"]) == 2 and p["point"] not in p["denies"]
-    bad = tmp_path / "c.yaml"
-    bad.write_text(yaml.safe_dump([{"card": sorted(held)[0], "points": []}]))
-    with pytest.raises(SpecVizError, match="held-out"):
-        T.load_contrasts(bad)
+            assert len(p["makes"]) == 1 and len(p["denies"]) == 2
+            # a quoted "never" names beam search's setting: not a negation
+            assert any(not negation.search(re.sub(r'"[^"]*"', "", d)) for d in p["denies"]), p["point"]
+    for bad in ([{"card": sorted(held)[0], "points": []}], [{"card": "no-such-card", "points": []}],
+                [{"card": data[0]["card"], "points": [{"point": "not a rubric point", "makes": ["x"]}]}]):
+        (tmp_path / "c.yaml").write_text(yaml.safe_dump(bad))
+        with pytest.raises(SpecVizError):
+            T.load_contrasts(tmp_path / "c.yaml")
+    with pytest.raises(SpecVizError, match="missing"):
+        T.load_contrasts(tmp_path / "absent.yaml")
     contrasts = T.load_contrasts()
-    rows = [r for r in T.load_labels()[0] if r.card in contrasts][:1]
-    graded = {r.card for r in T.split(*T.load_labels())[0]} - {rows[0].card}  # cross-validation's test fold, say
+    graded = {r.card for r in tune} - {tune[0].card}  # cross-validation's test fold, say
     taught = {c: v for c, v in contrasts.items() if c not in graded}
-    got = set(RT.pairs(rows, cards, G.default_encoder(), G.head()["weights"], contrasts=taught))
+    got = set(RT.pairs(tune[:1], cards, G.default_encoder(), G.head()["weights"], contrasts=taught))
     assert all(set(v) <= got if c in taught else not set(v) & got for c, v in contrasts.items())
+
+
+@needs_model
+def test_cross_validate_teaches_each_fold_only_the_other_cards_contrasts(monkeypatch):
+    from specviz.training import grader as T
+    from specviz.training import reader_train as RT
+    tune, _ = T.split(*T.load_labels())
+    small = list({r.card: r for r in tune}.values())[:4]
+    contrasts = {c: v for c, v in T.load_contrasts().items() if c in {r.card for r in tune}}
+    seen = []
+    monkeypatch.setattr(T, "_base", lambda rows, cards, enc, **fit: G.head()["weights"])
+    monkeypatch.setattr(RT, "pairs", lambda *a, contrasts=None, **k: seen.append(set(contrasts)) or [])
+    monkeypatch.setattr(RT, "train_reader", lambda data, start=None: None)
+    T.cross_validate(small, folds=2, weights=(0.0,), contrasts=contrasts)
+    ids = sorted(r.card for r in small)
+    assert seen == [set(contrasts) - set(ids[k::2]) for k in range(2)]
 
 
 @needs_model

@@ -53,15 +53,19 @@ def new_cards(path: pathlib.Path = LABELS) -> set[str]:
 
 def load_contrasts(path: pathlib.Path = CONTRASTS) -> dict[str, list[tuple[str, str, float]]]:
     """card -> [(point, sentence, 1.0 if it makes the point else 0.0)]: the second reader's stance examples.
-    Every card's but the held-out ones': one here is refused (it would teach the reader the rubric they measure)."""
+    Every card's but the held-out ones': one here is refused (it would teach the reader the rubric they measure), as
+    is an unknown card or a point not in its card's rubric (the rubric changed: the contrasts must follow)."""
     if not path.exists():
-        return {}
+        raise SpecVizError(f"{path} is missing: the second reader's stance contrasts (see models/README.md).")
     data = yaml.safe_load(path.read_text(encoding="utf-8")) or []
     _, held = load_labels()
+    cards = cards_by_id()
     out: dict[str, list[tuple[str, str, float]]] = {}
     for card in data:
         if card["card"] in held:
             raise SpecVizError(f"{path.name}: {card['card']} is a held-out card.")
+        if card["card"] not in cards or any(p["point"] not in cards[card["card"]].rubric for p in card["points"]):
+            raise SpecVizError(f"{path.name}: {card['card']}: an unknown card, or a point not in its rubric.")
         out[card["card"]] = [(p["point"], str(t).strip(), made) for p in card["points"]
                              for key, made in (("makes", 1.0), ("denies", 0.0)) for t in p.get(key) or ()]
     return out

@@ -1,7 +1,7 @@
 """Fine-tuning the grader's second reader (specviz.practice.reader) and the stack that joins it to the first.
 
-Pairs come from the tuning part only (the caller passes its rows; the held-out cards' answers and points never
-reach here):
+Pairs come from the tuning part's answers and the contrasts of the tuning cards and the cards no answer was labelled
+for (the caller passes both; the held-out cards' answers and points never reach here):
 - made: each labelled point with its hand-marked evidence clause; each point with the sentence of its card's
   model answer that says it (when the first reader finds one close enough);
 - not made: each point the hand labels say was missed, with the clauses the first reader rates best for it (the
@@ -9,9 +9,10 @@ reach here):
   taken out, an opposite swapped: "exactly" for "approximately", "one pass" for "K passes"), with the bank's
   misconception it sits closest to, and with a clause of another card's answer; and every clause above that
   makes its point, with one of its words flipped;
-- both, from `contrasts` (specviz/practice/grading_contrasts.yaml, tuning cards only): for each point, a sentence
-  that makes it far from the rubric's words, and two on its subject that contradict it in a learner's own words
-  (not a flipped word: "EAGLE adapts to a new target by itself" for "must be retrained").
+- both, from `contrasts` (specviz/practice/grading_contrasts.yaml, never a held-out card): for each point, a
+  sentence that makes it far from the rubric's words, and two on its subject that contradict it in a learner's own
+  words (not a flipped word: "Arithmetic intensity = bytes moved ÷ FLOPs, so a higher number means a more
+  memory-hungry kernel" for "Arithmetic intensity = FLOPs ÷ bytes moved from memory").
 """
 from __future__ import annotations
 
