@@ -302,6 +302,33 @@ def test_a_follow_up_stays_on_the_missed_points_subject():
     assert G.point_topic(G.card(mock).rubric[0]) == "greedy and beam"
 
 
+@pytest.mark.fast
+def test_a_hedge_is_not_made_by_always_and_exactness_is_one_claim_of_the_whole_answer():
+    hedge = "Beam usually but not always ends with a likelier sequence (B = 1 is greedy)"
+    assert G.contradicts(hedge, "because it explores more it always finds a likelier sequence than greedy")
+    assert not G.contradicts(hedge, "it is not always better, but usually it finds a likelier sequence")
+    assert not G.contradicts("Beam can recover from a locally poor token", "it always keeps B beams")  # can: generic
+    exact = "Output is the target's: its distribution when sampling, its tokens when greedy (exact arithmetic)"
+    assert G.answer_against(exact, "The target checks all K at once. The output is approximately the target's.")
+    assert not G.answer_against(exact, "The output is exactly the target's; the speedup is roughly 2x.")  # both
+    assert not G.answer_against(exact, "It is not an approximation: nothing about the output changes.")
+    assert G.answer_against("Longest accepted path under sampling is biased", "Keep the longest accepted path. "
+                            "It's still exact.")
+    assert not G.answer_against("The target verifies all K in one forward pass", "It is approximate.")  # no side
+
+
+@needs_model
+def test_the_answer_that_calls_the_output_approximate_anywhere_does_not_earn_exactness():
+    card = G.card("what-is-spec")
+    exact = next(n for n, p in enumerate(card.rubric) if "exact arithmetic" in p)
+    right = ("A cheap draft proposes K tokens, the target checks them in one pass, and the output is exactly the "
+             "target's distribution.")
+    assert G.grade(card, right).points[exact].made
+    wrong = ("A cheap draft proposes K tokens, the target checks them in one pass, and the output is the target's "
+             "distribution. So it is an approximation of the target that trades a bit of quality for speed.")
+    assert not G.grade(card, wrong).points[exact].made
+
+
 @needs_model
 def test_one_statement_counts_once_however_often_it_is_said():
     """A learner's walk: one sentence about the one-pass verify earned 4 of 5 points of what-is-spec (a cheap
