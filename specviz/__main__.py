@@ -199,7 +199,7 @@ def _practice_args(sub) -> None:
     g.add_argument("--json", action="store_true", help="print one JSON object")
     g.add_argument("--timing", action="store_true", help="also time the grading (load once, then median of 5)")
     g.add_argument("--eval", action="store_true",
-                   help="measure the grader on the hand-labelled held-out parts (cards, fresh answers)")
+                   help="measure the grader on the hand-labelled held-out parts (cards, fresh answers, mock steps)")
     g.add_argument("--train", action="store_true", help="refit the head and second reader on the tuning part")
     g.add_argument("--cv", action="store_true",
                    help="4-fold cross-validation by card over the tuning part: agreement, kappa, answers outside the "
@@ -514,6 +514,8 @@ def _eval_text(r: dict, title: str = "held-out cards") -> str:
         lines += ["", _eval_text(r["fresh_answers"], "fresh answers to tuning cards (held out by answer)")]
     if "new_cards" in r:  # the third: cards labelled later, never read before the shipped grader's one read
         lines += ["", _eval_text(r["new_cards"], "new held-out cards (labelled and first read 2026-11-27)")]
+    if "mock_steps" in r:  # the fourth: mock-interview steps, labelled and first read 2026-11-28
+        lines += ["", _eval_text(r["mock_steps"], "mock-interview steps (held out by card; labelled 2026-11-28)")]
     return "\n".join(lines)
 
 

@@ -368,8 +368,12 @@ def test_the_labelled_set_keeps_its_held_out_parts_apart():
     # the third part, new cards: held out by card like the first, and no other part has an answer to one of them
     new = T.new_cards()
     first = set(yaml.safe_load(T.LABELS.read_text(encoding="utf-8"))["held_out_cards"])
-    assert new and not new & first and held == first | new and {r.card for r in test} == held
-    assert not any(r.card in new for r in tune + later)
+    # the fourth, mock-interview steps: held out by card too, each a step of a mock the bank has
+    mock = T.mock_steps()
+    assert new and mock and not (new & first or mock & (first | new)) and held == first | new | mock
+    assert {r.card for r in test} == held and mock <= set(G.gradable_cards())
+    assert not any(r.card in new | mock for r in tune + later)
+    assert {r.kind for r in test if r.card in mock} == {"strong", "partial", "wrong", "off-topic"}
 
 
 @needs_model

@@ -42,13 +42,19 @@ def load_labels(path: pathlib.Path = LABELS) -> tuple[list[Labelled], set[str]]:
     rows = [Labelled(a["card"], a["kind"], a["voice"], str(a["answer"]).strip(), tuple(bool(x) for x in a["labels"]),
                      tuple(a.get("evidence") or [None] * len(a["labels"])), bool(a.get("fresh", False)))
             for a in data["answers"]]
-    return rows, set(data["held_out_cards"]) | set(data.get("new_cards") or ())
+    return rows, set(data["held_out_cards"]) | set(data.get("new_cards") or ()) | set(data.get("mock_steps") or ())
 
 
 def new_cards(path: pathlib.Path = LABELS) -> set[str]:
     """The third held-out part: cards labelled on 2026-11-27 (later) that no training, cross-validation or choice
     has seen, first read for the shipped grader that day (the first part's cards had been read 25 times by then)."""
     return set(yaml.safe_load(path.read_text(encoding="utf-8")).get("new_cards") or ())
+
+
+def mock_steps(path: pathlib.Path = LABELS) -> set[str]:
+    """The fourth held-out part: mock-interview steps (MOCK_ID:N) labelled on 2026-11-28, held out by card like the
+    first; no step had labels or contrasts before, so they measure the interviewer's grading on unseen cards."""
+    return set(yaml.safe_load(path.read_text(encoding="utf-8")).get("mock_steps") or ())
 
 
 def load_contrasts(path: pathlib.Path = CONTRASTS) -> dict[str, list[tuple[str, str, float]]]:
@@ -72,7 +78,8 @@ def load_contrasts(path: pathlib.Path = CONTRASTS) -> dict[str, list[tuple[str, 
 
 
 def cards_by_id() -> dict:
-    return {q.id: q for q in bank().questions}
+    """The bank's questions, and the mock interviews' steps as MOCK_ID:N (grade.gradable_cards)."""
+    return {q.id: q for q in bank().questions} | {c: k for c, k in G.gradable_cards().items() if ":" in c}
 
 
 def split(rows: list[Labelled], held_out: set[str]) -> tuple[list[Labelled], list[Labelled]]:
@@ -243,16 +250,16 @@ def evaluate(rows: list[Labelled]) -> dict:
 
 def held_out_report(path: pathlib.Path = LABELS) -> dict:
     """The held-out cards' answers graded by the shipped grader; with the fresh answers' report under
-    "fresh_answers" and the new cards' under "new_cards" when the set has them."""
+    "fresh_answers", the new cards' under "new_cards" and the mock steps' under "mock_steps" when the set has them."""
     rows, held = load_labels(path)
     _, test = split(rows, held)
-    new = new_cards(path)
-    first = [r for r in test if r.card not in new]
+    new, mock = new_cards(path), mock_steps(path)
+    first = [r for r in test if r.card not in new | mock]
     if not first:
         raise SpecVizError("The labelled set has no held-out cards.")
-    later, unseen = fresh(rows), [r for r in test if r.card in new]
+    later, unseen, steps = fresh(rows), [r for r in test if r.card in new], [r for r in test if r.card in mock]
     return (evaluate(first) | ({"fresh_answers": evaluate(later)} if later else {})
-            | ({"new_cards": evaluate(unseen)} if unseen else {}))
+            | ({"new_cards": evaluate(unseen)} if unseen else {}) | ({"mock_steps": evaluate(steps)} if steps else {}))
 
 
 def cross_validate(rows: list[Labelled], folds: int = 4, weights=(0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5),
