@@ -90,8 +90,8 @@ def contradicts(point: str, clause: str) -> bool:
 
 def answer_against(point: str, answer: str) -> bool:
     """The point takes a side on exactness, and the answer takes the other side somewhere and that side only. With
-    the HEDGE, on four sets of saved cross-validation folds: wrong answers over 0.25 of their points 13 -> 11,
-    12 -> 11, 13 -> 13, 16 -> 14; no strong answer lost (models/README.md)."""
+    the HEDGE, on the leave-out cross-validation folds of two seeds: wrong answers over 0.25 of their points 15 -> 13
+    and 13 -> 11, no strong answer lost (models/README.md)."""
     side = stance(point)[EXACT]
     said = _sides(*OPPOSITES[EXACT], answer)
     return bool(side) and -side in said and side not in said

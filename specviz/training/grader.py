@@ -134,9 +134,10 @@ def _examples(rows: list[Labelled], cards: dict, enc, weights) -> tuple[list, li
 
 # How much the second reader weighs beside the first (logit = first + READER_WEIGHT · second) and the threshold on
 # the result: chosen by `cross_validate` over the tuning part (python -m specviz grade --cv), not in-sample — the
-# reader has seen its training rows' evidence, so its logits on them are over-confident. With the stance contrasts
-# (2026-11-27, later): the best mean of the rule over two seeds' folds (docs/grader-cv-2026-11-27-contrasts.json).
-READER_WEIGHT, READER_THRESHOLD = 0.5, 0.53
+# reader has seen its training rows' evidence, so its logits on them are over-confident. With the stance contrasts:
+# the best mean of the rule over two seeds' folds, each fold taught only the other cards' contrasts as `grade --cv`
+# does (2026-11-28, docs/grader-cv-2026-11-28-leave-out.json; the 2026-11-27 folds had been taught every card's).
+READER_WEIGHT, READER_THRESHOLD = 0.5, 0.52
 
 
 def _base(rows: list[Labelled], cards: dict, enc, rounds: int = 3, **fit) -> list[float]:
