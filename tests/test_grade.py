@@ -322,7 +322,7 @@ def test_the_answer_that_calls_the_output_approximate_anywhere_does_not_earn_exa
     card = G.card("what-is-spec")
     exact = next(n for n, p in enumerate(card.rubric) if "exact arithmetic" in p)
     right = ("A cheap draft proposes K tokens, the target checks them in one pass, and the output is exactly the "
-             "target's distribution.")
+             "target's: the same distribution when sampling, the same tokens under greedy.")
     assert G.grade(card, right).points[exact].made
     wrong = ("A cheap draft proposes K tokens, the target checks them in one pass, and the output is the target's "
              "distribution. So it is an approximation of the target that trades a bit of quality for speed.")
@@ -344,7 +344,7 @@ def test_one_statement_counts_once_however_often_it_is_said():
     strong = ("A small draft model guesses K tokens cheaply. The big target model then checks all K guesses in a "
               "single forward pass. It keeps the longest prefix that matches what it would have produced, plus one "
               "token of its own, so each target pass gives between 1 and K+1 tokens and latency drops. The output "
-              "is exactly the target's distribution.")
+              "is exactly the target's: the same distribution when sampling, the same tokens under greedy.")
     assert G.grade(card, strong).score == 1.0
 
 
@@ -378,9 +378,10 @@ def test_the_labelled_set_keeps_its_held_out_parts_apart():
 
 @needs_model
 def test_stance_contrasts_leave_out_held_out_cards_and_reach_training_only_for_the_cards_given(tmp_path):
-    """Every tuning card has contrasts: per point, one sentence that makes it and two that deny it, one of those
-    with no negation word, no sentence twice; no held-out card is there (a file naming one, an unknown card or a
-    point off its rubric is refused); the second reader's pairs take the contrasts they are given and no other."""
+    """Every card but the held-out ones has contrasts (the mock interviews' steps too): per point, one sentence that
+    makes it and two that deny it, one of those with no negation word, no sentence twice; no held-out card is there
+    (a file naming one, an unknown card or a point off its rubric is refused); the second reader's pairs take the
+    contrasts they are given and no other."""
     import re
     from specviz.training import grader as T
     from specviz.training import reader_train as RT
@@ -389,6 +390,7 @@ def test_stance_contrasts_leave_out_held_out_cards_and_reach_training_only_for_t
     tune, _ = T.split(rows, held)
     cards = T.cards_by_id()
     assert not {c["card"] for c in data} & held and {r.card for r in tune} <= {c["card"] for c in data}
+    assert {c["card"] for c in data} == set(G.gradable_cards()) - held  # every card a learner meets but the held-out
     said = [t for c in data for p in c["points"] for t in p["makes"] + p["denies"]]
     assert len(said) == len(set(said))
     negation = re.compile(r"\b(not|no|never|none|nothing|without|cannot)\b|n't", re.I)

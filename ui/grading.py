@@ -84,10 +84,10 @@ def highlighted(text: str, grade: G.Grade, made: list[bool], marked=None) -> str
 _WHY = ("it reads a point's subject better than its stance, so a clause on the subject that says the opposite can "
         "still earn it. Check the highlighted words of each ✓ and overrule what they do not say; a ✗ you said in other "
         "words, overrule too.")
-# precision of "made" measured by `grade --eval` (models/README.md): 0.90 to 0.91 on the held-out cards, 0.89 on the
-# hard answers, 0.77 on the held-out mock-interview steps
+# precision of "made" measured by `grade --eval` (models/README.md): 0.87 to 0.92 on the held-out cards, 0.89 on the
+# hard answers, 0.79 on the held-out mock-interview steps
 CAVEAT = "About 1 credited point in 10 is wrong on held-out answers, 1 in 9 on hard ones: " + _WHY
-MOCK_CAVEAT = ("Mock-interview steps are graded less surely: about 1 credited point in 4 is wrong on held-out "
+MOCK_CAVEAT = ("Mock-interview steps are graded less surely: about 1 credited point in 5 is wrong on held-out "
                "steps: " + _WHY.replace("highlighted words", "quoted words"))
 
 
