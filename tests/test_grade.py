@@ -303,30 +303,18 @@ def test_a_follow_up_stays_on_the_missed_points_subject():
 
 
 @pytest.mark.fast
-def test_a_hedge_is_not_made_by_always_and_exactness_is_one_claim_of_the_whole_answer():
+def test_a_hedge_is_not_made_by_always_and_only_a_hedge_is_read_so():
     hedge = "Beam usually but not always ends with a likelier sequence (B = 1 is greedy)"
     assert G.contradicts(hedge, "because it explores more it always finds a likelier sequence than greedy")
-    assert not G.contradicts(hedge, "it is not always better, but usually it finds a likelier sequence")
-    assert not G.contradicts("Beam can recover from a locally poor token", "it always keeps B beams")  # can: generic
-    exact = "Output is the target's: its distribution when sampling, its tokens when greedy (exact arithmetic)"
-    assert G.answer_against(exact, "The target checks all K at once. The output is approximately the target's.")
-    assert not G.answer_against(exact, "The output is exactly the target's; the speedup is roughly 2x.")  # both
-    assert not G.answer_against(exact, "It is not an approximation: nothing about the output changes.")
-    assert G.answer_against("Longest accepted path under sampling is biased", "Keep the longest accepted path. "
-                            "It's still exact.")
-    assert not G.answer_against("The target verifies all K in one forward pass", "It is approximate.")  # no side
-
-
-@needs_model
-def test_the_answer_that_calls_the_output_approximate_anywhere_does_not_earn_exactness():
-    card = G.card("what-is-spec")
-    exact = next(n for n, p in enumerate(card.rubric) if "exact arithmetic" in p)
-    right = ("A cheap draft proposes K tokens, the target checks them in one pass, and the output is exactly the "
-             "target's: the same distribution when sampling, the same tokens under greedy.")
-    assert G.grade(card, right).points[exact].made
-    wrong = ("A cheap draft proposes K tokens, the target checks them in one pass, and the output is the target's "
-             "distribution. So it is an approximation of the target that trades a bit of quality for speed.")
-    assert not G.grade(card, wrong).points[exact].made
+    assert G.contradicts(hedge, "No, beam always finds the likelier one")  # a "No," three words back is no "not always"
+    for fine in ("it is not always better, but usually it finds a likelier sequence", "it isn't always better",
+                 "it is not usually worse than greedy", "the likelier sequence comes out most of the time"):
+        assert not G.contradicts(hedge, fine), fine
+    # one way only, and only a point that hedges: "always" in a point, "often" in brackets, "can" are no hedge
+    assert not G.contradicts("Always name the metric", "usually people name the metric")
+    assert not G.contradicts("A host step (often a CUDA graph) runs to completion", "a launched step always runs to "
+                             "completion")
+    assert not G.contradicts("Beam can recover from a locally poor token", "it always keeps B beams")
 
 
 @needs_model

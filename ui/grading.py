@@ -78,15 +78,13 @@ def highlighted(text: str, grade: G.Grade, made: list[bool], marked=None) -> str
     return "".join(out).replace("\n", "<br>")
 
 
-# What the grader gets wrong most, measured (models/README.md, `python -m specviz grade --eval`: precision of "made"
-# 0.90 on the new held-out cards, 0.91 on the first held-out cards, 0.89 on the fresh hard answers; the stance
-# contrasts' round), said where the learner reads the grade
+# What the grader gets wrong most, measured and said where the learner reads the grade (models/README.md,
+# `python -m specviz grade --eval`: precision of "made" 0.87 and 0.92 on the two held-out parts by card, 0.89 on the
+# fresh hard answers, 0.79 on the held-out mock-interview steps)
 _WHY = ("it reads a point's subject better than its stance, so a clause on the subject that says the opposite can "
         "still earn it. Check the highlighted words of each ✓ and overrule what they do not say; a ✗ you said in other "
         "words, overrule too.")
-# precision of "made" measured by `grade --eval` (models/README.md): 0.87 to 0.92 on the held-out cards, 0.89 on the
-# hard answers, 0.79 on the held-out mock-interview steps
-CAVEAT = "About 1 credited point in 10 is wrong on held-out answers, 1 in 9 on hard ones: " + _WHY
+CAVEAT = "About 1 credited point in 9 is wrong on held-out answers and on hard ones: " + _WHY
 MOCK_CAVEAT = ("Mock-interview steps are graded less surely: about 1 credited point in 5 is wrong on held-out "
                "steps: " + _WHY.replace("highlighted words", "quoted words"))
 

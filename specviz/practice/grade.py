@@ -72,29 +72,23 @@ OPPOSITES = [
 # not make the point, whatever its similarity ("K separate forward passes" for "one forward pass", "resample from
 # p" for "the residual"). The generic pairs (below/above, usually/always, cheap/expensive) only inform the head.
 STRICT = (0, 1, 2, 4, 5, 6, 9)
-# The hedge, strict where the pair above it (usually / always, whose "can" and "may" are everywhere) is not: a point
-# that says "usually" or "not always" is not made by a clause that says "always" (three of the bank's misconceptions
-# are an "always": beam, temperature, K). Read by contradicts() only, so the head's features are unchanged.
-HEDGE = (r"\bnot (?:always|necessarily)\b|\busually\b|\boften\b|\btypically\b", r"\balways\b")
-# Exactness is one claim of a whole answer: "the target verifies all K in one pass ... The output is approximately
-# the target's" does not make "the output is the target's", whichever clause is the evidence (answer_against()).
-EXACT = 0
+# The hedge, strict where the pair above it (usually / always, whose "can" and "may" are everywhere) is not, and one
+# way only: a point that hedges ("usually", "not always", "not necessarily", "not monotonically") is not made by a
+# clause that says "always" (three of the bank's misconceptions are an "always": beam, temperature, K). A point that
+# says "always" is not unmade by a clause that says "usually". Read by contradicts() only: the head's features stay.
+HEDGED = re.compile(r"\busually\b|\bnot\s+(?:always|necessarily|monoton\w*)", re.IGNORECASE)
+ALWAYS = re.compile(r"(?<!\bnot )(?<!n't )(?<!\bnever )\balways\b", re.IGNORECASE)
+
+
+def hedge_broken(point: str, clause: str) -> bool:
+    """The point hedges, and the clause says "always" without hedging itself."""
+    return bool(HEDGED.search(point)) and bool(ALWAYS.search(clause)) and not HEDGED.search(clause)
 
 
 def contradicts(point: str, clause: str) -> bool:
-    """The clause takes the other side of one of the STRICT opposites, or of the HEDGE, the point takes a side on."""
+    """The clause takes the other side of one of the STRICT opposites the point takes a side on, or breaks its hedge."""
     ps, cs = stance(point), stance(clause)
-    hp, hc = _side(*HEDGE, point), _side(*HEDGE, clause)
-    return any(ps[i] and cs[i] and ps[i] != cs[i] for i in STRICT) or bool(hp and hc and hp != hc)
-
-
-def answer_against(point: str, answer: str) -> bool:
-    """The point takes a side on exactness, and the answer takes the other side somewhere and that side only. With
-    the HEDGE, on the leave-out cross-validation folds of two seeds: wrong answers over 0.25 of their points 15 -> 13
-    and 13 -> 11, no strong answer lost (models/README.md)."""
-    side = stance(point)[EXACT]
-    said = _sides(*OPPOSITES[EXACT], answer)
-    return bool(side) and -side in said and side not in said
+    return any(ps[i] and cs[i] and ps[i] != cs[i] for i in STRICT) or hedge_broken(point, clause)
 
 
 FEATURES = ("bias", "sim", "sim_answer", "margin_vs_misconception", "misconception", "misconception_negated",
@@ -304,10 +298,6 @@ def _side(yes: str, no: str, text: str) -> int:
     """+1, -1, or 0 (neither, or both as often)."""
     total = sum(_said(yes, no, text))
     return (total > 0) - (total < 0)
-
-
-def _sides(yes: str, no: str, text: str) -> set[int]:
-    return set(_said(yes, no, text))
 
 
 @functools.lru_cache(maxsize=8192)  # the same clause is read against every point, and a point against every clause
@@ -639,8 +629,7 @@ def decide_all(rubric, answer: str, per, threshold: float) -> list[tuple[bool, f
     whose number or formula checks is exempt ("(1 - a^(K+1))/(1 - a), which for a = 0.7 and K = 4 gives 2.77"
     makes the formula and the worked value). On the grader's cross-validation folds: wrong answers over 0.25 of
     their points 13 -> 10, agreement unchanged."""
-    out = [(False, GATE_CONFIDENCE) if answer_against(point, answer) else
-           decide(point, answer[a:b], sigmoid(z), threshold, numeric)
+    out = [decide(point, answer[a:b], sigmoid(z), threshold, numeric)
            for point, (_, (a, b), numeric, z) in zip(rubric, per)]
     said = set()
     for i in sorted(range(len(out)), key=lambda i: -per[i][3]):

@@ -37,7 +37,7 @@ class Labelled:
 
 
 def load_labels(path: pathlib.Path = LABELS) -> tuple[list[Labelled], set[str]]:
-    """(every labelled answer, the held-out cards: the first part's and the new cards')."""
+    """(every labelled answer, the held-out cards: the first part's, the new cards' and the mock steps')."""
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     rows = [Labelled(a["card"], a["kind"], a["voice"], str(a["answer"]).strip(), tuple(bool(x) for x in a["labels"]),
                      tuple(a.get("evidence") or [None] * len(a["labels"])), bool(a.get("fresh", False)))
