@@ -85,8 +85,8 @@ _WHY = ("it reads a point's subject better than its stance, so a clause on the s
         "still earn it. Check the highlighted words of each ✓ and overrule what they do not say; a ✗ you said in other "
         "words, overrule too.")
 CAVEAT = "About 1 credited point in 9 is wrong on held-out answers and on hard ones: " + _WHY
-MOCK_CAVEAT = ("Mock-interview steps are graded less surely: about 1 credited point in 5 is wrong on held-out "
-               "steps: " + _WHY.replace("highlighted words", "quoted words"))
+MOCK_CAVEAT = ("The grader is less sure of mock-interview steps, about 1 credited point in 5 wrong on held-out ones: "
+               + _WHY.replace("highlighted words", "quoted words"))
 
 
 def show(text: str, grade: G.Grade, key: str, page: str = "", reference: str = "") -> list[bool]:
