@@ -282,28 +282,20 @@ def negated(text: str) -> bool:
     return len(NEGATIONS.findall(text)) % 2 == 1
 
 
-def _said(yes: str, no: str, text: str) -> list[int]:
-    """Each phrase of the pair in the text, as the side it takes: +1 (the first side) or -1. A negation in the three
+@functools.lru_cache(maxsize=8192)  # the same clause is read against every point, and a point against every clause
+def stance(text: str) -> tuple[int, ...]:
+    """Per pair of opposites: +1 (the first side), -1 (the other), 0 (neither, or both). A negation in the three
     words before a phrase flips that phrase ("not lossless" is the other side; "doesn't change the output, which
     is exactly the target's" stays exact; "cannot be greedy" is the other side by its own phrase)."""
     out = []
-    for side, pattern in ((1, yes), (-1, no)):
-        for m in re.finditer(pattern, text, re.IGNORECASE):
-            before = " ".join(text[:m.start()].split()[-3:])
-            out.append(-side if negated(before) else side)
-    return out
-
-
-def _side(yes: str, no: str, text: str) -> int:
-    """+1, -1, or 0 (neither, or both as often)."""
-    total = sum(_said(yes, no, text))
-    return (total > 0) - (total < 0)
-
-
-@functools.lru_cache(maxsize=8192)  # the same clause is read against every point, and a point against every clause
-def stance(text: str) -> tuple[int, ...]:
-    """Per pair of opposites: the side the text takes (_side)."""
-    return tuple(_side(yes, no, text) for yes, no in OPPOSITES)
+    for yes, no in OPPOSITES:
+        total = 0
+        for side, pattern in ((1, yes), (-1, no)):
+            for m in re.finditer(pattern, text, re.IGNORECASE):
+                before = " ".join(text[:m.start()].split()[-3:])
+                total += -side if negated(before) else side
+        out.append((total > 0) - (total < 0))
+    return tuple(out)
 
 
 _WORD = re.compile(r"[a-z0-9]+")
