@@ -364,6 +364,18 @@ def test_the_labelled_set_keeps_its_held_out_parts_apart():
     assert {r.kind for r in test if r.card in mock} == {"strong", "partial", "wrong", "off-topic"}
 
 
+def test_the_shipped_head_was_trained_on_the_whole_tuning_part_at_the_chosen_weight_and_threshold():
+    """Labels added to the tuning part (the mock steps' answers, say) without `grade --train`, or a weight or threshold
+    chosen by cross-validation but not written to models/grader/head.json, would ship a grader the figures are not of."""
+    import json
+    from specviz.training import grader as T
+    tune, _ = T.split(*T.load_labels())
+    h = json.loads(G.HEAD_FILE.read_text(encoding="utf-8"))
+    assert h["trained_on"]["answers"] == len(tune) and h["trained_on"]["labels"] == sum(len(r.labels) for r in tune)
+    assert h["trained_on"]["cards"] == len({r.card for r in tune})
+    assert h["stack"][2] == T.READER_WEIGHT and h["threshold"] == T.READER_THRESHOLD
+
+
 @needs_model
 def test_stance_contrasts_leave_out_held_out_cards_and_reach_training_only_for_the_cards_given(tmp_path):
     """Every card but the held-out ones has contrasts (the mock interviews' steps too): per point, one sentence that
