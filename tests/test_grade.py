@@ -366,7 +366,8 @@ def test_the_labelled_set_keeps_its_held_out_parts_apart():
 
 def test_the_shipped_head_was_trained_on_the_whole_tuning_part_at_the_chosen_weight_and_threshold():
     """Labels added to the tuning part (the mock steps' answers, say) without `grade --train`, or a weight or threshold
-    chosen by cross-validation but not written to models/grader/head.json, would ship a grader the figures are not of."""
+    chosen by cross-validation but not written to models/grader/head.json, would ship a grader the figures are not of.
+    """
     import json
     from specviz.training import grader as T
     tune, _ = T.split(*T.load_labels())
@@ -506,7 +507,7 @@ def test_html_and_keyboard_mash_are_refused_in_one_line_and_no_labelled_answer_i
         assert G.check_answer(fine) == fine
     from specviz.training import grader as T
     rows, _ = T.load_labels()
-    assert all(G.check_answer(r.answer) for r in rows)  # 350 answers of every voice: none refused
+    assert all(G.check_answer(r.answer) for r in rows)  # every labelled answer (449), of every voice: none refused
 
 
 @needs_model
