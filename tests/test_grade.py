@@ -507,7 +507,7 @@ def test_html_and_keyboard_mash_are_refused_in_one_line_and_no_labelled_answer_i
         assert G.check_answer(fine) == fine
     from specviz.training import grader as T
     rows, _ = T.load_labels()
-    assert all(G.check_answer(r.answer) for r in rows)  # every labelled answer (449), of every voice: none refused
+    assert all(G.check_answer(r.answer) for r in rows)  # every labelled answer (401), of every voice: none refused
 
 
 @needs_model

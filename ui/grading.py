@@ -84,8 +84,8 @@ def highlighted(text: str, grade: G.Grade, made: list[bool], marked=None) -> str
 _WHY = ("it reads a point's subject better than its stance, so a clause on the subject that says the opposite can "
         "still earn it. Check the highlighted words of each ✓ and overrule what they do not say; a ✗ you said in other "
         "words, overrule too.")
-CAVEAT = "About 1 credited point in 10 is wrong on held-out answers and on hard ones: " + _WHY
-MOCK_CAVEAT = ("The grader is less sure of mock-interview steps, about 1 credited point in 4 wrong on held-out ones: "
+CAVEAT = "About 1 credited point in 9 is wrong on held-out answers and on hard ones: " + _WHY
+MOCK_CAVEAT = ("The grader is less sure of mock-interview steps, about 1 credited point in 5 wrong on held-out ones: "
                + _WHY.replace("highlighted words", "quoted words"))
 
 

@@ -134,11 +134,10 @@ def _examples(rows: list[Labelled], cards: dict, enc, weights) -> tuple[list, li
 
 # How much the second reader weighs beside the first (logit = first + READER_WEIGHT · second) and the threshold on
 # the result: chosen by `cross_validate` over the tuning part (python -m specviz grade --cv), not in-sample — the
-# reader has seen its training rows' evidence, so its logits on them are over-confident. Since the 16 taught mock
-# steps have answers: the best mean of the rule (agreement less 0.01 per answer outside the targets) over leave-out
-# folds, each taught only the other cards' contrasts as `grade --cv` does, one run before those answers and one after;
-# a second seed after agrees (2026-11-28, later: docs/grader-cv-2026-11-28-mock-answers.json; before, 0.5 and 0.52).
-READER_WEIGHT, READER_THRESHOLD = 0.75, 0.62
+# reader has seen its training rows' evidence, so its logits on them are over-confident. With the stance contrasts:
+# the best mean of the rule over two seeds' folds, each fold taught only the other cards' contrasts as `grade --cv`
+# does (2026-11-28, docs/grader-cv-2026-11-28-leave-out.json; the 2026-11-27 folds had been taught every card's).
+READER_WEIGHT, READER_THRESHOLD = 0.5, 0.52
 
 
 def _base(rows: list[Labelled], cards: dict, enc, rounds: int = 3, **fit) -> list[float]:
