@@ -317,6 +317,27 @@ def test_a_hedge_is_not_made_by_always_and_only_a_hedge_is_read_so():
     assert not G.contradicts("Beam can recover from a locally poor token", "it always keeps B beams")
 
 
+@pytest.mark.fast
+def test_a_point_that_loses_its_clause_falls_back_to_its_next_one_not_yet_said():
+    """One statement counts once, but a sentence can hold two: the surer point keeps the whole sentence, the other
+    takes its next clause (the first half) when that clause alone makes it, and is missed when it was said already."""
+    answer = "It keeps the longest matching prefix plus one token, so each pass gives 1 to K+1 tokens."
+    whole, half = (0, len(answer)), (0, answer.index(", so"))
+    rubric = ("Accept the longest prefix the target agrees with, plus one token", "Each pass yields 1 to K+1 tokens")
+    x = [0.0]
+
+    def per(first_half_z):
+        return [(x, whole, None, 2.0, [(half, None, first_half_z)]), (x, whole, None, 3.0, [])]
+
+    graded = G.decide_all(rubric, answer, per(1.0), 0.5)
+    assert [made for made, _, _ in graded] == [True, True]
+    assert graded[0][2] == half and graded[1][2] == whole  # each point shows its own evidence
+    assert [made for made, *_ in G.decide_all(rubric, answer, per(1.0), 0.5, fall_back=False)] == [False, True]
+    assert [made for made, *_ in G.decide_all(rubric, answer, per(-1.0), 0.5)] == [False, True]  # too unsure alone
+    said = [(x, whole, None, 2.0, [(whole, None, 5.0)]), (x, whole, None, 3.0, [])]  # its next is the same words
+    assert [made for made, *_ in G.decide_all(rubric, answer, said, 0.5)] == [False, True]
+
+
 @needs_model
 def test_one_statement_counts_once_however_often_it_is_said():
     """A learner's walk: one sentence about the one-pass verify earned 4 of 5 points of what-is-spec (a cheap

@@ -560,7 +560,8 @@ def second_reader(h: dict):
 
 
 def pair_features(rubric, answer: str, encoder: Encoder | None = None, weights=None, second=None):
-    """For each point: (the features of its best clause, that clause's span, the numeric check, the final logit).
+    """For each point: (the features of its best clause, that clause's span, the numeric check, the final logit,
+    the next clauses as (span, numeric check, logit), likeliest first).
     The first reader rates every clause (similarity alone would pick "it is an approximation" for the exactness
     point as readily as a true paraphrase); the second reader, when there is one, re-reads each point's TOP best
     clauses as pairs, and the logit becomes stack · (1, first, second)."""
@@ -588,13 +589,16 @@ def pair_features(rubric, answer: str, encoder: Encoder | None = None, weights=N
         z = {(i, j): stack[0] + stack[1] * z[i, j] + stack[2] * r for (i, j), r in zip(pairs, read)}
     out = []
     for j, point in enumerate(rubric):
-        i = max(picks[j], key=lambda i: z[i, j])
+        ranked = sorted(picks[j], key=lambda i: -z[i, j])
+        i = ranked[0]
         if formula_is_the_point(point):  # the clause that writes the point's formula, wherever it is
             i = next((k for k in ok[j] if numeric_check(point, parts[k], text) is True), i)
         zij = z.get((i, j), float(scores[i, j]))
         # every clause was against the point: judge the picked one with its sentence, which decide() refuses
         span = around[i] if contradicts(point, sentence[i]) else spans[i]
-        out.append((x[i, j].tolist(), span, numeric_check(point, parts[i], text), zij))
+        # the point's next clauses, likeliest first: its fall-back when a surer point takes its clause
+        others = [(spans[k], numeric_check(point, parts[k], text), z[k, j]) for k in ranked if k != i]
+        out.append((x[i, j].tolist(), span, numeric_check(point, parts[i], text), zij, others))
     return out
 
 
@@ -613,24 +617,34 @@ def decide(point: str, clause: str, p: float, threshold: float, numeric: bool | 
     return (True, p) if p >= threshold else (False, 1.0 - p)
 
 
-def decide_all(rubric, answer: str, per, threshold: float) -> list[tuple[bool, float]]:
+def decide_all(rubric, answer: str, per, threshold: float, fall_back: bool = True) -> list[tuple[bool, float, tuple]]:
     """decide() for every point, then one statement counts once: where several points would be made by the same
-    clause (the same words, wherever they stand), the most confident keeps it and the others are missed. A
-    one-sentence answer "the target verifies all K drafts in one pass" made the one-pass point and also "a cheap
-    drafter proposes K tokens" and "each pass yields 1 to K+1 tokens"; said three times, three points. A point
-    whose number or formula checks is exempt ("(1 - a^(K+1))/(1 - a), which for a = 0.7 and K = 4 gives 2.77"
-    makes the formula and the worked value). On the grader's cross-validation folds: wrong answers over 0.25 of
-    their points 13 -> 10, agreement unchanged."""
-    out = [decide(point, answer[a:b], sigmoid(z), threshold, numeric)
-           for point, (_, (a, b), numeric, z) in zip(rubric, per)]
+    clause (the same words, wherever they stand), the most confident keeps it. A one-sentence answer "the target
+    verifies all K drafts in one pass" made the one-pass point and also "a cheap drafter proposes K tokens" and
+    "each pass yields 1 to K+1 tokens"; said three times, three points. A point whose number or formula checks is
+    exempt ("(1 - a^(K+1))/(1 - a), which for a = 0.7 and K = 4 gives 2.77" makes the formula and the worked
+    value). The point that loses its clause falls back to its next clause not yet said, judged as its first was:
+    "It keeps the longest prefix that matches, plus one token of its own, so each pass gives 1 to K+1 tokens"
+    read whole makes the 1-to-K+1 point, and its first half still makes the accept rule. Returns (made,
+    confidence, the evidence's span) per point. fall_back=False is the sixth round's rule, kept for the folds."""
+    out = [decide(point, answer[a:b], sigmoid(z), threshold, numeric) + ((a, b),)
+           for point, (_, (a, b), numeric, z, _) in zip(rubric, per)]
     said = set()
+
+    def words(span):
+        return " ".join(answer[span[0]:span[1]].lower().split())
+
     for i in sorted(range(len(out)), key=lambda i: -per[i][3]):
-        if out[i][0] and per[i][2] is not True:  # a number or formula that checks is its own proof: exempt
-            a, b = per[i][1]
-            words = " ".join(answer[a:b].lower().split())
-            if words in said:
-                out[i] = (False, GATE_CONFIDENCE)
-            said.add(words)
+        if not out[i][0] or per[i][2] is True:  # a number or formula that checks is its own proof: exempt
+            continue
+        if words(out[i][2]) in said:
+            out[i] = (False, GATE_CONFIDENCE, out[i][2])
+            for (a, b), numeric, z in per[i][4] if fall_back else ():
+                if words((a, b)) not in said and (d := decide(rubric[i], answer[a:b], sigmoid(z), threshold,
+                                                              numeric))[0]:
+                    out[i] = d + ((a, b),)
+                    break
+        said.add(words(out[i][2]))
     return out
 
 
@@ -646,7 +660,8 @@ def grade(card, answer: str, encoder: Encoder | None = None) -> Grade:
     threshold = h["threshold"] if second or "stack" not in h else h["threshold_alone"]
     per = pair_features(rubric, text, encoder, h["weights"], second)
     graded = []
-    for point, (_, (a, b), numeric, _), (made, conf) in zip(rubric, per, decide_all(rubric, text, per, threshold)):
+    for point, (_, _, numeric, _, _), (made, conf, (a, b)) in zip(rubric, per, decide_all(rubric, text, per,
+                                                                                         threshold)):
         graded.append(PointGrade(point, made, conf, text[a:b] if made else None, (a, b) if made else None, numeric))
     return Grade(str(getattr(card, "id", "")), tuple(graded))
 

@@ -134,10 +134,12 @@ def _examples(rows: list[Labelled], cards: dict, enc, weights) -> tuple[list, li
 
 # How much the second reader weighs beside the first (logit = first + READER_WEIGHT · second) and the threshold on
 # the result: chosen by `cross_validate` over the tuning part (python -m specviz grade --cv), not in-sample — the
-# reader has seen its training rows' evidence, so its logits on them are over-confident. With the stance contrasts:
-# the best mean of the rule over two seeds' folds, each fold taught only the other cards' contrasts as `grade --cv`
-# does (2026-11-28, docs/grader-cv-2026-11-28-leave-out.json; the 2026-11-27 folds had been taught every card's).
-READER_WEIGHT, READER_THRESHOLD = 0.5, 0.52
+# reader has seen its training rows' evidence, so its logits on them are over-confident. With the 48 mock-step
+# answers in the tuning part: the best mean of the rule over leave-out folds before and after them (the seventh
+# round, docs/grader-cv-2026-11-28-mock-answers.json), and within 0.001 of the best mean over three runs' folds with
+# the fall-back clause in one (docs/grader-cv-2026-11-28-fall-back.json); each fold's reader taught only the other
+# cards' contrasts, as `grade --cv` does.
+READER_WEIGHT, READER_THRESHOLD = 0.75, 0.62
 
 
 def _base(rows: list[Labelled], cards: dict, enc, rounds: int = 3, **fit) -> list[float]:
@@ -155,7 +157,7 @@ def _judge(rows: list[Labelled], feats: list, cards: dict, t: float) -> tuple[in
     pairs): the tuning part's own targets, never the held-out's."""
     agree, wrong, strong, pairs = 0, 0, 0, []
     for r, per in zip(rows, feats):
-        made = [m for m, _ in G.decide_all(cards[r.card].rubric, r.answer, per, t)]
+        made = [m for m, *_ in G.decide_all(cards[r.card].rubric, r.answer, per, t)]
         pairs += list(zip(made, r.labels))
         agree += sum(m == lab for m, lab in zip(made, r.labels))
         score = sum(made) / len(made)
