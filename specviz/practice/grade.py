@@ -617,13 +617,22 @@ def decide(point: str, clause: str, p: float, threshold: float, numeric: bool | 
     return (True, p) if p >= threshold else (False, 1.0 - p)
 
 
-def decide_all(rubric, answer: str, per, threshold: float, fall_back: bool = True) -> list[tuple[bool, float, tuple]]:
+# a fall-back clause is a second choice, read after its first lost: it must clear the threshold by this much. Seen in
+# Chromium: "A small draft model guesses K tokens, then the big model checks all of them in one pass" went to the
+# drafter point, and the accept-rule point fell back to its first half at 0.65 against 0.62 (docs/grader-cv-2026-11-28-
+# margin.json: on the folds it refused 2 false credits and 2 true ones, and 2 fewer wrong answers crossed 0.25)
+FALL_BACK_MARGIN = 0.05
+
+
+def decide_all(rubric, answer: str, per, threshold: float, fall_back: bool = True,
+               margin: float = FALL_BACK_MARGIN) -> list[tuple[bool, float, tuple]]:
     """decide() for every point, then one statement counts once: where several points would be made by the same
     clause (the same words, wherever they stand), the most confident keeps it. A one-sentence answer "the target
     verifies all K drafts in one pass" made the one-pass point and also "a cheap drafter proposes K tokens" and
     "each pass yields 1 to K+1 tokens"; said three times, three points. A point whose number or formula checks is
     exempt ("(1 - a^(K+1))/(1 - a), which for a = 0.7 and K = 4 gives 2.77" makes the formula and the worked
-    value). The point that loses its clause falls back to its next clause not yet said, judged as its first was:
+    value). The point that loses its clause falls back to its next clause not yet said, judged as its first was but
+    at `threshold + margin`:
     "It keeps the longest prefix that matches, plus one token of its own, so each pass gives 1 to K+1 tokens"
     read whole makes the 1-to-K+1 point, and its first half still makes the accept rule. Returns (made,
     confidence, the evidence's span) per point. fall_back=False is the sixth round's rule, kept for the folds. On the
@@ -642,7 +651,7 @@ def decide_all(rubric, answer: str, per, threshold: float, fall_back: bool = Tru
         if words(out[i][2]) in said:
             out[i] = (False, GATE_CONFIDENCE, out[i][2])
             for (a, b), numeric, z in per[i][4] if fall_back else ():
-                if words((a, b)) not in said and (d := decide(rubric[i], answer[a:b], sigmoid(z), threshold,
+                if words((a, b)) not in said and (d := decide(rubric[i], answer[a:b], sigmoid(z), threshold + margin,
                                                               numeric))[0]:
                     out[i] = d + ((a, b),)
                     break
