@@ -302,6 +302,28 @@ def test_a_follow_up_stays_on_the_missed_points_subject():
     assert G.point_topic(G.card(mock).rubric[0]) == "greedy and beam"
 
 
+@needs_model
+def test_a_follow_up_holds_a_point_near_the_one_missed():
+    """An interviewer's follow-up digs where the answer was thin, so the follow-up card must itself be gradable on
+    the missed point. By the whole card alone, "the output is exactly the target's" was followed up with a logprobs
+    question whose nearest rubric point sat at cosine 0.29, and 50 of the mock steps' 133 points got a follow-up
+    with no point within 0.4 of theirs."""
+    from specviz.qa.bank import bank
+
+    enc = G.default_encoder()
+    questions = {q.id: q for q in bank().questions}
+
+    def nearest(point, card_id):
+        return float((enc.cached(list(questions[card_id].rubric)) @ enc.cached([point])[0]).max())
+
+    step = "mock-spec-end-to-end:1"
+    exact = next(p for p in G.card(step).rubric if "exactly" in p)
+    assert nearest(exact, G.follow_up(exact, [step], enc).id) >= 0.4
+    far = [(f"{m.id}:{n}", p) for m in bank().mocks for n, s in enumerate(m.steps, 1) for p in s.rubric
+           if nearest(p, G.follow_up(p, [f"{m.id}:{n}"], enc).id) < 0.4]
+    assert len(far) <= 20, far
+
+
 @pytest.mark.fast
 def test_a_hedge_is_not_made_by_always_and_only_a_hedge_is_read_so():
     hedge = "Beam usually but not always ends with a likelier sequence (B = 1 is greedy)"
