@@ -357,7 +357,7 @@ def test_a_point_that_loses_its_clause_falls_back_to_its_next_one_not_yet_said()
     assert [made for made, *_ in G.decide_all(rubric, answer, per(1.0), 0.5, fall_back=False)] == [False, True]
     assert [made for made, *_ in G.decide_all(rubric, answer, per(-1.0), 0.5)] == [False, True]  # too unsure alone
     # a second choice clears the threshold by a margin: p = 0.52 would make a first pick, not a fall-back
-    assert [made for made, *_ in G.decide_all(rubric, answer, per(0.08), 0.5, margin=0.05)] == [False, True]
+    assert [made for made, *_ in G.decide_all(rubric, answer, per(0.08), 0.5)] == [False, True]  # the default
     assert [made for made, *_ in G.decide_all(rubric, answer, per(0.08), 0.5, margin=0.0)] == [True, True]
     said = [(x, whole, None, 2.0, [(whole, None, 5.0)]), (x, whole, None, 3.0, [])]  # its next is the same words
     assert [made for made, *_ in G.decide_all(rubric, answer, said, 0.5)] == [False, True]

@@ -620,7 +620,8 @@ def decide(point: str, clause: str, p: float, threshold: float, numeric: bool | 
 # a fall-back clause is a second choice, read after its first lost: it must clear the threshold by this much. Seen in
 # Chromium: "A small draft model guesses K tokens, then the big model checks all of them in one pass" went to the
 # drafter point, and the accept-rule point fell back to its first half at 0.65 against 0.62 (docs/grader-cv-2026-11-28-
-# margin.json: on the folds it refused 2 false credits and 2 true ones, and 2 fewer wrong answers crossed 0.25)
+# margin.json: on one run's folds it refused 2 false credits and 1 true one, and 2 fewer wrong answers crossed
+# 0.25; on another's it changed nothing)
 FALL_BACK_MARGIN = 0.05
 
 
@@ -740,7 +741,7 @@ def follow_up(point: str, exclude=(), encoder: Encoder | None = None, twin: floa
     # the card as a whole, plus its rubric point nearest the missed one: a follow-up that can be graded on the
     # point. By the whole card alone "the output is exactly the target's" was followed up with a logprobs question
     # whose nearest point sits at cosine 0.29. Judged blind over the 65 mock-step points where the two rules differ,
-    # the follow-up this rule picks was the better probe 30 times, the old one 19 (16 alike). Only the SHORTLIST
+    # the full rule's follow-up was the better probe 30 times, the old one's 19 (16 alike). Only the SHORTLIST
     # nearest cards are read point by point (embedding every card's points made a first call 3 s longer; with the
     # shortlist, 130 of the 133 points get the same card)
     sims = enc.cached(texts) @ v
