@@ -516,6 +516,8 @@ def _eval_text(r: dict, title: str = "held-out cards") -> str:
         lines += ["", _eval_text(r["new_cards"], "new held-out cards (labelled and first read 2026-11-27)")]
     if "mock_steps" in r:  # the fourth: mock-interview steps, labelled and first read 2026-11-28
         lines += ["", _eval_text(r["mock_steps"], "mock-interview steps (held out by card; labelled 2026-11-28)")]
+    if "late_answers" in r:  # the fifth: new answers to the first part's cards and the mock steps, read once
+        lines += ["", _eval_text(r["late_answers"], "late answers to held-out cards and steps (written 2026-11-28)")]
     return "\n".join(lines)
 
 

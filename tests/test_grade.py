@@ -408,6 +408,10 @@ def test_the_labelled_set_keeps_its_held_out_parts_apart():
     assert {r.card for r in test} == held and mock <= set(G.gradable_cards())
     assert not any(r.card in new | mock for r in tune + later)
     assert {r.kind for r in test if r.card in mock} == {"strong", "partial", "wrong", "off-topic"}
+    # the fifth, late answers: on the first part's cards and the mock steps, so split keeps them with the test
+    last = T.late(rows)
+    assert last and {r.card for r in last} <= first | mock and not any(r.fresh for r in last)
+    assert not set(last) & set(tune) and {r.kind for r in last} == {"strong", "partial", "wrong", "off-topic"}
 
 
 def test_the_shipped_head_was_trained_on_the_whole_tuning_part_at_the_chosen_weight_and_threshold():
