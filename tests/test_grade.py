@@ -251,6 +251,27 @@ def test_a_point_flipped_to_its_opposite_for_the_second_readers_negatives():
     assert "Widening the beam is monotonic" in turned and not any("not not" in f for f in turned)
 
 
+@pytest.mark.fast
+def test_stance_pairs_put_a_paraphrase_where_the_point_was():
+    """A point's paraphrases stand in for its words: each read against another paraphrase (made), against each
+    contrast that denies it and the point's words flipped (not made); a point no contrast denies gets none, and the
+    left side is never one of its denials."""
+    import random
+    from specviz.training.reader_train import stance_swaps
+    point, other = "The target verifies all K drafts in one forward pass", "Rejected drafts are discarded"
+    said = ["The big model checks every guess in a single call.", "One target pass scores all the guesses at once."]
+    deny = "The target runs K passes, one per guess, in order."
+    data = [(point, s, 1.0) for s in said] + [(other, "Bad guesses are thrown away.", 1.0)]
+    contrasts = {"card": [(point, said[0], 1.0), (point, deny, 0.0)]}
+    out = stance_swaps(data, contrasts, random.Random(0), 2)
+    assert {a for a, _, _ in out} == set(said)  # the paraphrases, never the point's own words or the other point's
+    for a in said:
+        assert (a, deny, 0.0) in out and (a, "The target verifies all K drafts in K separate passes", 0.0) in out
+        assert [(x, b, y) for x, b, y in out if x == a and y == 1.0] == [(a, next(s for s in said if s != a), 1.0)]
+    assert len({a for a, _, _ in stance_swaps(data, contrasts, random.Random(0), 1)}) == 1
+    assert stance_swaps(data, {"card": [(point, said[0], 1.0)]}, random.Random(0), 2) == []
+
+
 @needs_model
 def test_the_second_reader_reads_point_and_clause_together():
     """The pair read as one text: a paraphrase rates above the same words turned to say the opposite (what two

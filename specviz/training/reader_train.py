@@ -22,6 +22,12 @@ import re
 from specviz.practice import grade as G
 from specviz.practice import reader as R
 
+# Paraphrases per point read in its place against its denials (stance_swaps). Measured and not adopted (2026-11-28,
+# models/README.md, "The tenth round"): 2 raised the leave-out folds' agreement in both runs and cut the answers
+# outside the targets (49 to 42), but the five held-out parts fell from 0.872 to 0.864 pooled (30 answers outside to
+# 29). Set it to repeat the measurement with `grade --cv`.
+STANCE_SWAPS = 0
+
 # one word or phrase turned to its opposite; "is" and friends only where no "not" follows (else "is not not")
 _FLIPS = [(r"\bcannot\b", "can"), (r"\bcan\b(?!\s+not\b)", "cannot"), (r"\bmust not\b", "must"),
           (r"\bmust\b(?!\s+not\b)", "must not"), (r"\bis not\b", "is"), (r"\bis\b(?!\s+not\b)", "is not"),
@@ -61,10 +67,12 @@ def _sentences(text: str) -> list[str]:
     return [text[a:b] for a, b in G.sentence_spans(text) if len(text[a:b].split()) >= 4]
 
 
-def pairs(rows, cards: dict, enc, weights, seed: int = 0,
-          contrasts: dict | None = None) -> list[tuple[str, str, float]]:
+def pairs(rows, cards: dict, enc, weights, seed: int = 0, contrasts: dict | None = None,
+          swap: int | None = None) -> list[tuple[str, str, float]]:
     """(point, clause, made) for fine-tuning; see the module docstring. `contrasts`: card -> [(point, sentence,
-    made)], every card's taken (the caller leaves out the cards it will grade)."""
+    made)], every card's taken (the caller leaves out the cards it will grade). `swap`: stance_swaps' `most`
+    (default STANCE_SWAPS; 0 for none)."""
+    swap = STANCE_SWAPS if swap is None else swap
     rng = random.Random(seed)
     out: list[tuple[str, str, float]] = []
     clauses_by_card: dict[str, list[str]] = {}
@@ -108,6 +116,32 @@ def pairs(rows, cards: dict, enc, weights, seed: int = 0,
             out.append((point, rng.choice(turned), 0.0))
     for c in sorted(contrasts or ()):
         out += [(point, text, made) for point, text, made in contrasts[c] if point in cards[c].rubric]
+    return out + (stance_swaps(out, contrasts or {}, rng, swap) if swap else [])
+
+
+def stance_swaps(data: list[tuple[str, str, float]], contrasts: dict, rng: random.Random,
+                 most: int) -> list[tuple[str, str, float]]:
+    """The stance pairs again with a paraphrase of the point in the point's place: for each point that a contrast
+    sentence denies, up to `most` of the sentences that make it (the contrasts' and the hand-marked evidence) each
+    read against another that makes it (made) and against each denial and the point's own words flipped (not made).
+    Why: the reader sees each rubric point's own words on the left of only three stance pairs, and learns the
+    point's subject rather than its stance; with a learner's paraphrase on the left, a denial must still read as not
+    made."""
+    makes: dict[str, list[str]] = {}
+    for point, text, made in data:
+        if made and text not in makes.setdefault(point, []):
+            makes[point].append(text)
+    out = []
+    for c in sorted(contrasts):
+        denied: dict[str, list[str]] = {}
+        for point, text, made in contrasts[c]:
+            if not made:
+                denied.setdefault(point, []).append(text)
+        for point, denials in denied.items():
+            said = makes.get(point, [])
+            for a in rng.sample(said, min(most, len(said))):
+                out += [(a, b, 1.0) for b in said if b != a][:1]
+                out += [(a, d, 0.0) for d in denials + flips(point)]
     return out
 
 
