@@ -122,11 +122,11 @@ def pairs(rows, cards: dict, enc, weights, seed: int = 0, contrasts: dict | None
 def stance_swaps(data: list[tuple[str, str, float]], contrasts: dict, rng: random.Random,
                  most: int) -> list[tuple[str, str, float]]:
     """The stance pairs again with a paraphrase of the point in the point's place: for each point that a contrast
-    sentence denies, up to `most` of the sentences that make it (the contrasts' and the hand-marked evidence) each
-    read against another that makes it (made) and against each denial and the point's own words flipped (not made).
-    Why: the reader sees each rubric point's own words on the left of only three stance pairs, and learns the
-    point's subject rather than its stance; with a learner's paraphrase on the left, a denial must still read as not
-    made."""
+    sentence denies, up to `most` of the sentences that make it (its contrast, hand-marked evidence, its card's model
+    answer) each read against another that makes it (made) and against each denial and the point's own words flipped
+    (not made). Why: the reader sees each rubric point's own words on the left of only three stance pairs, and learns
+    the point's subject rather than its stance; with a learner's paraphrase on the left, a denial must still read as
+    not made."""
     makes: dict[str, list[str]] = {}
     for point, text, made in data:
         if made and text not in makes.setdefault(point, []):
