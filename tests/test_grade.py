@@ -486,6 +486,49 @@ def test_stance_contrasts_leave_out_held_out_cards_and_reach_training_only_for_t
     assert all(set(v) <= got if c in taught else not set(v) & got for c, v in contrasts.items())
 
 
+@pytest.mark.fast
+def test_the_held_out_cards_contrasts_are_read_at_grade_time_and_never_teach():
+    """The held-out cards have their own file, of the same shape as the tuning cards' (one sentence that makes each
+    point, two that deny it, one of those with no negation word), naming exactly the held-out cards; with it, every
+    point a learner meets has denials for the grader to read, and the training file still refuses those cards."""
+    import re
+    from specviz.training import grader as T
+    rows, held = T.load_labels()
+    cards = T.cards_by_id()
+    data = yaml.safe_load(G.HELD_OUT_CONTRASTS.read_text(encoding="utf-8"))
+    assert {c["card"] for c in data} == held and not set(T.load_contrasts()) & held
+    negation = re.compile(r"\b(not|no|never|none|nothing|without|cannot)\b|n't", re.I)
+    for c in data:
+        assert [p["point"] for p in c["points"]] == list(cards[c["card"]].rubric), c["card"]
+        for p in c["points"]:
+            assert len(p["makes"]) == 1 and len(p["denies"]) == 2
+            assert any(not negation.search(re.sub(r'"[^"]*"', "", d)) for d in p["denies"]), p["point"]
+    den = G.denials()
+    assert all(len(den.get(p, ())) >= 2 for k in G.gradable_cards().values() for p in k.rubric)
+
+
+@pytest.mark.fast
+def test_a_clause_loses_logits_only_when_it_reads_as_a_denial_about_as_well_as_the_point():
+    w, m = G.DENIAL_WEIGHT, G.DENIAL_MARGIN
+    assert G.denial_penalty(5.0, []) == 0.0
+    assert G.denial_penalty(5.0, [5.0 - m - 3.0, -2.0]) == 0.0  # the denials read far worse than the point
+    assert G.denial_penalty(5.0, [5.0, 1.0]) == pytest.approx(w * m)
+    assert G.denial_penalty(2.0, [6.0, 1.0]) == pytest.approx(w * (4.0 + m))
+
+
+@needs_model
+def test_the_second_reader_reads_each_clause_against_the_points_denials(monkeypatch):
+    """An answer that says what a denial of the point says ("rejected draft tokens cost nothing in verification, so
+    goodput can't go down under load") is rated lower with the denials read than without: here, from made to not.
+    A sentence written for this test, in no labelled answer."""
+    card = G.card("ttft-tpot")
+    j = list(card.rubric).index("At high load wasted verify work can lower goodput")
+    answer = "At high load the verify work on rejected drafts is basically free, so goodput goes up."
+    with_denials = G.pair_features(card.rubric, answer)[j][3]
+    monkeypatch.setattr(G, "denials", lambda: {})
+    assert with_denials < 0.0 < G.pair_features(card.rubric, answer)[j][3]
+
+
 @needs_model
 def test_cross_validate_teaches_each_fold_only_the_other_cards_contrasts(monkeypatch):
     from specviz.training import grader as T

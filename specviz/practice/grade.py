@@ -26,6 +26,8 @@ import unicodedata
 import warnings
 from dataclasses import dataclass
 
+import yaml
+
 from specviz import ROOT, missing_file
 from specviz.errors import SpecVizError
 from specviz.practice import formula as F
@@ -550,6 +552,35 @@ def default_reader() -> R.Reader | None:
 
 TOP = 3  # clauses per point the second reader reads (each a full encoder pass over the pair)
 
+# Hand-written stance examples, from the cards alone: for each rubric point, sentences that make it and two that deny
+# it in a learner's words. The tuning cards' teach the second reader (specviz.training.reader_train); the held-out
+# cards' (their own file, written by annotators who saw neither the answers nor the grader) never teach anything.
+CONTRASTS = pathlib.Path(__file__).with_name("grading_contrasts.yaml")
+HELD_OUT_CONTRASTS = CONTRASTS.with_name("grading_contrasts_held_out.yaml")
+# A clause the second reader finds about as close to one of the point's denials as to the point (within
+# DENIAL_MARGIN logits) loses DENIAL_WEIGHT x (that gap + DENIAL_MARGIN) logits. The reader alone reads stance
+# poorly: "at high load the verify work on rejected drafts is basically free, so goodput goes up" made "at high load
+# wasted verify work can lower goodput"; it reads as the denial "rejected draft tokens cost nothing in verification,
+# so goodput can't go down under load" better still. Chosen on the leave-out folds (models/README.md, "The eleventh
+# round"; docs/grader-cv-2026-11-28-denials.json).
+DENIAL_WEIGHT, DENIAL_MARGIN = 0.375, 1.0
+
+
+@functools.lru_cache(maxsize=1)
+def denials() -> dict[str, tuple[str, ...]]:
+    """rubric point -> the sentences written to deny it (both contrast files; a point in several cards pools them)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for path in (CONTRASTS, HELD_OUT_CONTRASTS):
+        for card in (yaml.safe_load(path.read_text(encoding="utf-8")) if path.exists() else None) or []:
+            for p in card["points"]:
+                out[p["point"]] = out.get(p["point"], ()) + tuple(str(t).strip() for t in p.get("denies") or ())
+    return out
+
+
+def denial_penalty(to_point: float, to_denials: list[float]) -> float:
+    """What a clause loses when it reads as one of the point's denials at least as well as the point itself."""
+    return DENIAL_WEIGHT * max(0.0, max(to_denials) - to_point + DENIAL_MARGIN) if to_denials else 0.0
+
 
 def second_reader(h: dict):
     """(reader, stack) when the head was trained with the second reader and its weights are here; else None."""
@@ -585,8 +616,14 @@ def pair_features(rubric, answer: str, encoder: Encoder | None = None, weights=N
     if second:
         reader, stack = second
         pairs = list(z)
-        read = reader.logits([(rubric[j], parts[i]) for i, j in pairs]).tolist()
-        z = {(i, j): stack[0] + stack[1] * z[i, j] + stack[2] * r for (i, j), r in zip(pairs, read)}
+        read = dict(zip(pairs, reader.logits([(rubric[j], parts[i]) for i, j in pairs]).tolist()))
+        z = {(i, j): stack[0] + stack[1] * z[i, j] + stack[2] * read[i, j] for i, j in pairs}
+        # the penalty only lowers a logit: a clause already under one half (no threshold is) is not read again
+        den, live = denials(), [(i, j) for i, j in pairs if z[i, j] >= 0.0]
+        against = [(i, j, d) for i, j in live for d in den.get(rubric[j], ())]
+        got = reader.logits([(d, parts[i]) for i, _, d in against]).tolist()
+        for i, j in live:
+            z[i, j] -= denial_penalty(read[i, j], [r for (a, b, _), r in zip(against, got) if (a, b) == (i, j)])
     out = []
     for j, point in enumerate(rubric):
         ranked = sorted(picks[j], key=lambda i: -z[i, j])

@@ -20,7 +20,7 @@ from specviz.training import reader_train as RT
 from specviz.qa.bank import bank
 
 LABELS = pathlib.Path(__file__).resolve().parents[1] / "practice" / "grading_labels.yaml"
-CONTRASTS = LABELS.with_name("grading_contrasts.yaml")
+CONTRASTS = G.CONTRASTS  # the tuning cards' stance examples (the held-out cards' file never teaches)
 TARGETS = dict(agreement=0.85, kappa=0.7, wrong_max=0.25, strong_min=0.6)
 PRIOR = {"bias": -6.0, "sim": 8.0, "margin_vs_misconception": 4.0, "stance_conflict": -3.0, "stance_agree": 1.0}
 
