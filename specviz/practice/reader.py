@@ -74,11 +74,18 @@ class Reader:
     def forward(self, points: list[str], parts: list[str]):
         return self.score(self.pooled(points, parts)).squeeze(-1)
 
-    def logits(self, pairs: list[tuple[str, str]]):
+    def logits(self, pairs: list[tuple[str, str]], chunk: int = 8):
+        """Read in chunks of similar length: a batch is padded to its longest pair, and on 2 CPU cores the padding
+        is compute (27 pairs of one answer: 244 ms in one batch, 194 ms in chunks of 8; the same logits to 1e-5)."""
         if not pairs:
             return self.torch.zeros(0)
+        order = sorted(range(len(pairs)), key=lambda k: len(pairs[k][0]) + len(pairs[k][1]))
+        out = self.torch.zeros(len(pairs))
         with self.torch.inference_mode():
-            return self.forward([p for p, _ in pairs], [c for _, c in pairs])
+            for s in range(0, len(order), chunk):
+                ids = order[s:s + chunk]
+                out[ids] = self.forward([pairs[k][0] for k in ids], [pairs[k][1] for k in ids]).float().cpu()
+        return out
 
 
 def load_state(path: pathlib.Path = READER_FILE) -> dict | None:
