@@ -621,9 +621,11 @@ def pair_features(rubric, answer: str, encoder: Encoder | None = None, weights=N
         # the penalty only lowers a logit: a clause already under one half (no threshold is) is not read again
         den, live = denials(), [(i, j) for i, j in pairs if z[i, j] >= 0.0]
         against = [(i, j, d) for i, j in live for d in den.get(rubric[j], ())]
-        got = reader.logits([(d, parts[i]) for i, _, d in against]).tolist()
+        to_denials: dict = {}
+        for (i, j, _), r in zip(against, reader.logits([(d, parts[i]) for i, _, d in against]).tolist()):
+            to_denials.setdefault((i, j), []).append(r)
         for i, j in live:
-            z[i, j] -= denial_penalty(read[i, j], [r for (a, b, _), r in zip(against, got) if (a, b) == (i, j)])
+            z[i, j] -= denial_penalty(read[i, j], to_denials.get((i, j), []))
     out = []
     for j, point in enumerate(rubric):
         ranked = sorted(picks[j], key=lambda i: -z[i, j])
