@@ -209,6 +209,8 @@ def _practice_args(sub) -> None:
     g.add_argument("--learner", default=None, help="with --overrules: one learner's, by name (default: everyone's)")
     g.add_argument("--start", type=pathlib.Path, default=None,
                    help="with --cv: the second reader starts from these tuned layers (stage one, specviz.training.nli)")
+    g.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
+                   help="with --cv: where each fold's second reader trains and reads (cuda: minutes on a GPU)")
     g.add_argument("--no-contrasts", action="store_true",
                    help="with --cv: the second reader without the stance contrasts "
                    "(specviz/practice/grading_contrasts.yaml), as trained before 2026-11-27 (later)")
@@ -405,11 +407,17 @@ def _start_state(a) -> dict | None:
 
 def grade_cmd(a) -> int:
     """python -m specviz grade: --list; --card ID --answer TEXT|- [--json] [--timing]; --eval; --train;
-    --cv [--start FILE] [--no-contrasts]; --overrules."""
+    --cv [--start FILE] [--no-contrasts] [--device cuda]; --overrules."""
     from specviz.practice import grade as G
 
     if a.no_contrasts and (a.train or not a.cv):
         raise SpecVizError("--no-contrasts is read by --cv alone (the second reader's stance examples in each fold).")
+    if a.device != "cpu":
+        import torch
+        if not a.cv:
+            raise SpecVizError("--device is read by --cv alone (the shipped reader is trained on the CPU: --train).")
+        if not torch.cuda.is_available():
+            raise SpecVizError("--device cuda: no CUDA device is visible to PyTorch here.")
     if a.list:
         cards = [dict(card=c.id, question=c.question, points=len(c.rubric)) for c in G.gradable_cards().values()]
         print(json.dumps(cards) if a.json else "\n".join(f"{c['card']:40} {c['question']}" for c in cards))
@@ -424,7 +432,8 @@ def grade_cmd(a) -> int:
             h = T.train(tune)
             print(json.dumps(h["trained_on"] | {"threshold": h["threshold"]}))
         if a.cv:
-            print(json.dumps(T.cross_validate(tune, start=start, contrasts={} if a.no_contrasts else None)))
+            print(json.dumps(T.cross_validate(tune, start=start, contrasts={} if a.no_contrasts else None,
+                                              device=a.device)))
         if a.eval:
             r = T.held_out_report()
             print(json.dumps(r, indent=1) if a.json else _eval_text(r))

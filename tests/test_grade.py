@@ -179,7 +179,7 @@ def test_cli_bad_input_is_one_line_and_exit_2():
                  ("--card", "what-is-spec", "--answer", "asdkj qwpoe zxmcn lkjh"),
                  ("--cv", "--start", "/no/such/stage-one.safetensors"), ("--cv", "--start", "README.md"),
                  ("--eval", "--start", "README.md"), ("--eval", "--no-contrasts"),
-                 ("--cv", "--train", "--no-contrasts")):
+                 ("--cv", "--train", "--no-contrasts"), ("--eval", "--device", "cuda")):
         out = run_cli(*args)
         assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, (args, out.stderr)
     listed = run_cli("--list", "--json")
@@ -384,6 +384,21 @@ def test_a_point_that_loses_its_clause_falls_back_to_its_next_one_not_yet_said()
     assert [made for made, *_ in G.decide_all(rubric, answer, said, 0.5)] == [False, True]
 
 
+@pytest.mark.fast
+def test_a_sentence_made_only_of_statements_other_points_took_makes_no_third():
+    """Its clauses made two points; read whole, it must not make a third ("The target checks every draft in one pass
+    and the output is exactly the target's" is not "a cheap drafter proposes K tokens"); a sentence that says more
+    than its clauses still can."""
+    rubric = ["A cheap drafter proposes K tokens", "The target verifies all K in one pass", "The output is exact"]
+    for extra, third in (("", False), ("A small model drafts K tokens, then ", True)):
+        answer = extra + "the target checks every draft in one pass and the output is exactly the target's."
+        one = (len(extra), answer.index(" and "))
+        two = (answer.index("the output"), len(answer))
+        per = [(None, (0, len(answer)), None, 2.0, [(one, None, 1.9)]), (None, one, None, 3.0, []),
+               (None, two, None, 2.5, [])]
+        assert [made for made, *_ in G.decide_all(rubric, answer, per, 0.5)] == [third, True, True]
+
+
 @needs_model
 def test_one_statement_counts_once_however_often_it_is_said():
     """A learner's walk: one sentence about the one-pass verify earned 4 of 5 points of what-is-spec (a cheap
@@ -448,23 +463,23 @@ def test_the_shipped_head_was_trained_on_the_whole_tuning_part_at_the_chosen_wei
     assert h["stack"][2] == T.READER_WEIGHT and h["threshold"] == T.READER_THRESHOLD
 
 
-def _contrasts_are_shaped(data: list, cards: dict) -> None:
-    """Per card, its rubric's points in order; per point one sentence that makes it and two that deny it, one of
-    those with no negation word."""
+def _contrasts_are_shaped(data: list, cards: dict, makes: int) -> None:
+    """Per card, its rubric's points in order; per point `makes` sentences that make it and five that deny it, one
+    of those with no negation word."""
     import re
     negation = re.compile(r"\b(not|no|never|none|nothing|without|cannot)\b|n't", re.I)
     for c in data:
         assert [p["point"] for p in c["points"]] == list(cards[c["card"]].rubric), c["card"]
         for p in c["points"]:
-            assert len(p["makes"]) == 1 and len(p["denies"]) == 2
+            assert len(p["makes"]) == makes and len(p["denies"]) == 5
             # a quoted "never" names beam search's setting: not a negation
             assert any(not negation.search(re.sub(r'"[^"]*"', "", d)) for d in p["denies"]), p["point"]
 
 
 @needs_model
 def test_stance_contrasts_leave_out_held_out_cards_and_reach_training_only_for_the_cards_given(tmp_path):
-    """Every card but the held-out ones has contrasts (the mock interviews' steps too): per point, one sentence that
-    makes it and two that deny it, one of those with no negation word, no sentence twice; no held-out card is there
+    """Every card but the held-out ones has contrasts (the mock interviews' steps too): per point, two sentences that
+    make it and five that deny it, one of those with no negation word, no sentence twice; no held-out card is there
     (a file naming one, an unknown card or a point off its rubric is refused); the second reader's pairs take the
     contrasts they are given and no other."""
     from specviz.training import grader as T
@@ -477,7 +492,7 @@ def test_stance_contrasts_leave_out_held_out_cards_and_reach_training_only_for_t
     assert {c["card"] for c in data} == set(G.gradable_cards()) - held  # every card a learner meets but the held-out
     said = [t for c in data for p in c["points"] for t in p["makes"] + p["denies"]]
     assert len(said) == len(set(said))
-    _contrasts_are_shaped(data, cards)
+    _contrasts_are_shaped(data, cards, 2)
     for bad in ([{"card": sorted(held)[0], "points": []}], [{"card": "no-such-card", "points": []}],
                 [{"card": data[0]["card"], "points": [{"point": "not a rubric point", "makes": ["x"]}]}]):
         (tmp_path / "c.yaml").write_text(yaml.safe_dump(bad))
@@ -494,17 +509,17 @@ def test_stance_contrasts_leave_out_held_out_cards_and_reach_training_only_for_t
 
 @pytest.mark.fast
 def test_the_held_out_cards_contrasts_are_read_at_grade_time_and_never_teach():
-    """The held-out cards have their own file, of the same shape as the tuning cards' (one sentence that makes each
-    point, two that deny it, one of those with no negation word), naming exactly the held-out cards; with it, every
-    point a learner meets has denials for the grader to read, and the training file still refuses those cards."""
+    """The held-out cards have their own file, of the tuning cards' shape (one sentence that makes each point, five
+    that deny it, one of those with no negation word), naming exactly the held-out cards; with it, every point a
+    learner meets has denials for the grader to read, and the training file still refuses those cards."""
     from specviz.training import grader as T
     rows, held = T.load_labels()
     cards = T.cards_by_id()
     data = yaml.safe_load(G.HELD_OUT_CONTRASTS.read_text(encoding="utf-8"))
     assert {c["card"] for c in data} == held and not set(T.load_contrasts()) & held
-    _contrasts_are_shaped(data, cards)
+    _contrasts_are_shaped(data, cards, 1)
     den = G.denials()
-    assert all(len(den.get(p, ())) >= 2 for k in G.gradable_cards().values() for p in k.rubric)
+    assert all(len(den.get(p, ())) >= 5 for k in G.gradable_cards().values() for p in k.rubric)
 
 
 @pytest.mark.fast
@@ -517,16 +532,31 @@ def test_a_clause_loses_logits_only_when_it_reads_as_a_denial_about_as_well_as_t
 
 
 @needs_model
-def test_the_second_reader_reads_each_clause_against_the_points_denials(monkeypatch):
-    """An answer that says what a denial of the point says ("rejected draft tokens cost nothing in verification, so
-    goodput can't go down under load") is rated lower with the denials read than without: here, from made to not.
-    A sentence written for this test, in no labelled answer."""
+def test_denials_are_read_at_grade_time_only_when_switched_on_and_then_the_nearest(monkeypatch):
+    """Off as shipped (DENIALS_READ = 0, the twelfth round): no clause is read against a denial. Switched on, each
+    clause the head rates above one half is read against the DENIALS_READ denials of its point nearest it by the
+    first reader's embedding, no more, and an answer that says what a denial says ("rejected draft tokens cost
+    nothing in verification, so goodput can't go down under load") is rated lower than without: here, from made to
+    not. A sentence written for this test, in no labelled answer."""
     card = G.card("ttft-tpot")
-    j = list(card.rubric).index("At high load wasted verify work can lower goodput")
+    point = "At high load wasted verify work can lower goodput"
+    j, den = list(card.rubric).index(point), G.denials()[point]
     answer = "At high load the verify work on rejected drafts is basically free, so goodput goes up."
-    with_denials = G.pair_features(card.rubric, answer)[j][3]
-    monkeypatch.setattr(G, "denials", lambda: {})
-    assert with_denials < 0.0 < G.pair_features(card.rubric, answer)[j][3]
+    reader, read = G.default_reader(), []
+    logits = reader.logits
+    monkeypatch.setattr(reader, "logits", lambda pairs, **k: read.extend(pairs) or logits(pairs, **k))
+    off = G.pair_features(card.rubric, answer)[j][3]
+    every = {d for ds in G.denials().values() for d in ds}
+    assert read and not any(a in every for a, _ in read)
+    monkeypatch.setattr(G, "DENIALS_READ", 2)
+    read.clear()
+    on = G.pair_features(card.rubric, answer)[j][3]
+    against = [(a, b) for a, b in read if a in den]
+    assert against and all(sum(x == b for _, x in against) <= 2 for _, b in against)
+    assert on < 0.0 < off
+    enc = G.default_encoder()
+    near = G.nearest_denials(point, enc.embed([den[3]])[0], enc)
+    assert len(near) == 2 and den[3] in near and set(near) <= set(den)
 
 
 @needs_model
@@ -539,7 +569,7 @@ def test_cross_validate_teaches_each_fold_only_the_other_cards_contrasts(monkeyp
     seen = []
     monkeypatch.setattr(T, "_base", lambda rows, cards, enc, **fit: G.head()["weights"])
     monkeypatch.setattr(RT, "pairs", lambda *a, contrasts=None, **k: seen.append(set(contrasts)) or [])
-    monkeypatch.setattr(RT, "train_reader", lambda data, start=None: None)
+    monkeypatch.setattr(RT, "train_reader", lambda data, start=None, device="cpu": None)
     T.cross_validate(small, folds=2, weights=(0.0,), contrasts=contrasts)
     ids = sorted(r.card for r in small)
     assert seen == [set(contrasts) - set(ids[k::2]) for k in range(2)]

@@ -125,8 +125,8 @@ def show(text: str, grade: G.Grade, key: str, page: str = "", reference: str = "
     if page in BY_PATH and not all(made):
         st.page_link(page, label=f"The page that draws these points: {BY_PATH[page].title}", icon=BY_PATH[page].icon)
     st.caption(f"Graded offline on this machine by a small sentence encoder, which finds the clause nearest each "
-               f"point, and a second reader of point and clause together, which also weighs the clause against "
-               f"written denials of the point, both trained on hand-labelled answers "
+               f"point, and a second reader of point and clause together, taught on written denials of each "
+               f"point to tell a paraphrase from its opposite; both trained on hand-labelled answers "
                f"(confidences: {', '.join(f'{100 * p.confidence:.0f} %' for p in grade.points)}). {CAVEAT}")
     return made
 

@@ -512,6 +512,11 @@ def candidates(rubric, text: str, encoder: Encoder, extra_spans=()):
     """Every (clause, point) pair of an answer, read: the clause spans (plus `extra_spans`, e.g. the hand
     labels' evidence during training), the hand features (clauses × points × FEATURES) and the embedding
     interaction (clauses × points × 2·hidden: u·v and |u − v|, as SBERT classifiers read a pair)."""
+    return _candidates(rubric, text, encoder, extra_spans)[:3]
+
+
+def _candidates(rubric, text: str, encoder: Encoder, extra_spans=()):
+    """candidates(), and the clauses' embeddings (clauses × hidden) after them."""
     torch = encoder.torch
     spans = (clauses(text) or [(0, len(text))]) + list(extra_spans)
     parts = [text[a:b] for a, b in spans]
@@ -529,7 +534,7 @@ def candidates(rubric, text: str, encoder: Encoder, extra_spans=()):
                          for i, clause in enumerate(parts)], dtype=torch.float32)
     u, v = C[:, None, :], P[None, :, :]
     inter = INTERACTION_SCALE * torch.cat([(u * v), (u - v).abs()], dim=-1)
-    return spans, parts, torch.cat([hand, inter.to(hand.dtype)], dim=-1)
+    return spans, parts, torch.cat([hand, inter.to(hand.dtype)], dim=-1), C
 
 
 def logits(x, weights):
@@ -552,18 +557,19 @@ def default_reader() -> R.Reader | None:
 
 TOP = 3  # clauses per point the second reader reads (each a full encoder pass over the pair)
 
-# Hand-written stance examples, from the cards alone: for each rubric point, sentences that make it and two that deny
+# Hand-written stance examples, from the cards alone: for each rubric point, sentences that make it and five that deny
 # it in a learner's words. The tuning cards' teach the second reader (specviz.training.reader_train); the held-out
 # cards' (their own file, written by annotators who saw neither the answers nor the grader) never teach anything.
 CONTRASTS = pathlib.Path(__file__).with_name("grading_contrasts.yaml")
 HELD_OUT_CONTRASTS = CONTRASTS.with_name("grading_contrasts_held_out.yaml")
-# A clause the second reader finds about as close to one of the point's denials as to the point (within
-# DENIAL_MARGIN logits) loses DENIAL_WEIGHT x (that gap + DENIAL_MARGIN) logits. The reader alone reads stance
-# poorly: "at high load the verify work on rejected drafts is basically free, so goodput goes up" made "at high load
-# wasted verify work can lower goodput"; it reads as the denial "rejected draft tokens cost nothing in verification,
-# so goodput can't go down under load" better still. Chosen on the leave-out folds (models/README.md, "The eleventh
-# round"; docs/grader-cv-2026-11-28-denials.json).
+# Denials read at grade time (the eleventh round): a clause the second reader finds about as close to one of the
+# point's DENIALS_READ nearest denials as to the point (within DENIAL_MARGIN logits) loses DENIAL_WEIGHT x (that gap
+# + DENIAL_MARGIN) logits. It helped a reader taught two denials per point ("at high load the verify work on rejected
+# drafts is basically free, so goodput goes up" made "at high load wasted verify work can lower goodput"); a reader
+# taught five no longer gains from it on the leave-out folds (the twelfth round: models/README.md,
+# docs/grader-cv-2026-11-28-more-contrasts.json), so it is off. Set DENIALS_READ = 2 to repeat the measurement.
 DENIAL_WEIGHT, DENIAL_MARGIN = 0.375, 1.0
+DENIALS_READ = 0
 
 
 @functools.lru_cache(maxsize=1)
@@ -575,6 +581,17 @@ def denials() -> dict[str, tuple[str, ...]]:
             for p in card["points"]:
                 out[p["point"]] = out.get(p["point"], ()) + tuple(str(t).strip() for t in p.get("denies") or ())
     return out
+
+
+def nearest_denials(point: str, clause, encoder: Encoder, most: int | None = None) -> tuple[str, ...]:
+    """The point's `most` (default DENIALS_READ) denials nearest the clause's embedding (`clause`, hidden): the only
+    ones the second reader reads it against. A point has five; each pair read costs ~7 ms on two cores."""
+    most = DENIALS_READ if most is None else most
+    den = denials().get(point, ())
+    if len(den) <= most:
+        return den
+    near = (encoder.cached(list(den)) @ clause).argsort(descending=True)[:most].tolist()
+    return tuple(den[k] for k in sorted(near))
 
 
 def denial_penalty(to_point: float, to_denials: list[float]) -> float:
@@ -601,7 +618,7 @@ def pair_features(rubric, answer: str, encoder: Encoder | None = None, weights=N
     if weights is None:
         h = head()
         weights, second = h["weights"], second_reader(h)
-    spans, parts, x = candidates(rubric, text, enc)
+    spans, parts, x, C = _candidates(rubric, text, enc)
     scores = logits(x, weights)  # clauses × points
     # a clause on the other side of one of the point's opposites cannot make it, nor can a clause cut from a sentence
     # that is ("The target checks the drafts one by one, in K separate forward passes": its first clause alone
@@ -619,8 +636,8 @@ def pair_features(rubric, answer: str, encoder: Encoder | None = None, weights=N
         read = dict(zip(pairs, reader.logits([(rubric[j], parts[i]) for i, j in pairs]).tolist()))
         z = {(i, j): stack[0] + stack[1] * z[i, j] + stack[2] * read[i, j] for i, j in pairs}
         # the penalty only lowers a logit: a clause already under one half (no threshold is) is not read again
-        den, live = denials(), [(i, j) for i, j in pairs if z[i, j] >= 0.0]
-        against = [(i, j, d) for i, j in live for d in den.get(rubric[j], ())]
+        live = [(i, j) for i, j in pairs if z[i, j] >= 0.0] if DENIALS_READ else []
+        against = [(i, j, d) for i, j in live for d in nearest_denials(rubric[j], C[i], enc)]
         to_denials: dict = {}
         for (i, j, _), r in zip(against, reader.logits([(d, parts[i]) for i, _, d in against]).tolist()):
             to_denials.setdefault((i, j), []).append(r)
@@ -685,17 +702,31 @@ def decide_all(rubric, answer: str, per, threshold: float, fall_back: bool = Tru
     def words(span):
         return " ".join(answer[span[0]:span[1]].lower().split())
 
+    def refuse(i):  # the point falls back to its next clause not yet said, if that clears the raised threshold
+        out[i] = (False, GATE_CONFIDENCE, out[i][2])
+        for (a, b), numeric, z in per[i][4] if fall_back else ():
+            if words((a, b)) not in said and (d := decide(rubric[i], answer[a:b], sigmoid(z), threshold + margin,
+                                                          numeric))[0]:
+                out[i] = d + ((a, b),)
+                return
+
     for i in sorted(range(len(out)), key=lambda i: -per[i][3]):
         if not out[i][0] or per[i][2] is True:  # a number or formula that checks is its own proof: exempt
             continue
         if words(out[i][2]) in said:
-            out[i] = (False, GATE_CONFIDENCE, out[i][2])
-            for (a, b), numeric, z in per[i][4] if fall_back else ():
-                if words((a, b)) not in said and (d := decide(rubric[i], answer[a:b], sigmoid(z), threshold + margin,
-                                                              numeric))[0]:
-                    out[i] = d + ((a, b),)
-                    break
+            refuse(i)
         said.add(words(out[i][2]))
+    # nor does a sentence made only of statements other points took: "The target verifies all K draft tokens in one
+    # pass and the output is exactly the target's" made the one-pass and exactness points by its clauses, and read
+    # whole, "a cheap drafter proposes K tokens" too (the twelfth round's reader)
+    for i in sorted(range(len(out)), key=lambda i: out[i][2][0] - out[i][2][1]):  # the widest evidence first
+        (a, b), inner = out[i][2], []
+        if out[i][0] and per[i][2] is not True:
+            inner = sorted(out[k][2] for k in range(len(out)) if k != i and out[k][0] and out[k][2] != (a, b)
+                           and a <= out[k][2][0] and out[k][2][1] <= b)
+        if inner and not _stems("".join(answer[x:y] for x, y in zip([a] + [e for _, e in inner],
+                                                                    [s for s, _ in inner] + [b]))):
+            refuse(i)
     return out
 
 

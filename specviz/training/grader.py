@@ -147,8 +147,10 @@ def _examples(rows: list[Labelled], cards: dict, enc, weights) -> tuple[list, li
 # answers in the tuning part: the best mean of the rule over leave-out folds before and after them (the seventh
 # round, docs/grader-cv-2026-11-28-mock-answers.json), and within 0.001 of the best mean over three runs' folds with
 # the fall-back clause in one (docs/grader-cv-2026-11-28-fall-back.json); each fold's reader taught only the other
-# cards' contrasts, as `grade --cv` does.
-READER_WEIGHT, READER_THRESHOLD = 0.75, 0.62
+# cards' contrasts, as `grade --cv` does. The twelfth round (five denials per point taught, none read at grade time):
+# the best mean of the rule over four runs' leave-out folds at 0.58 (weight 1.0 was worse at every threshold;
+# docs/grader-cv-2026-11-28-more-contrasts.json).
+READER_WEIGHT, READER_THRESHOLD = 0.75, 0.58
 
 
 def _base(rows: list[Labelled], cards: dict, enc, rounds: int = 3, **fit) -> list[float]:
@@ -278,12 +280,14 @@ def held_out_report(path: pathlib.Path = LABELS) -> dict:
 
 
 def cross_validate(rows: list[Labelled], folds: int = 4, weights=(0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5),
-                   penalty: float = 0.01, start: dict | None = None, contrasts: dict | None = None, **fit) -> dict:
+                   penalty: float = 0.01, start: dict | None = None, contrasts: dict | None = None,
+                   device: str = "cpu", **fit) -> dict:
     """Each fold of the TUNING part's cards graded by readers trained on the other folds, at every (reader weight,
     threshold): the pooled agreement, kappa and answers outside the targets of each. The choice maximises agreement
     less `penalty` per answer outside the targets; weight 0 is the first reader alone. How choices are made without
     touching the held-out part. `start`: the second reader's tuned layers to fine-tune from (specviz.training.nli);
-    `contrasts`: stance examples (default load_contrasts(); {} for none), the graded fold's cards' left out."""
+    `contrasts`: stance examples (default load_contrasts(); {} for none), the graded fold's cards' left out.
+    `device`: where each fold's reader trains and reads ("cuda" on a lent GPU)."""
     cards, ids = cards_by_id(), sorted({r.card for r in rows})
     enc = G.default_encoder()
     contrasts = load_contrasts() if contrasts is None else contrasts
@@ -293,7 +297,9 @@ def cross_validate(rows: list[Labelled], folds: int = 4, weights=(0.0, 0.25, 0.5
         train_rows = [r for r in rows if r.card not in set(ids[k::folds])]
         w = _base(train_rows, cards, enc, **fit)
         taught = {c: v for c, v in contrasts.items() if c not in set(ids[k::folds])}
-        reader = RT.train_reader(RT.pairs(train_rows, cards, enc, w, contrasts=taught), start=start)
+        reader = RT.train_reader(RT.pairs(train_rows, cards, enc, w, contrasts=taught), start=start, device=device)
+        if device != "cpu":  # the fold is read where it was trained
+            reader.to(device)
         for lam in weights:
             feats = [G.pair_features(cards[r.card].rubric, r.answer, enc, w, (reader, [0.0, 1.0, lam]) if lam else None)
                      for r in test]
