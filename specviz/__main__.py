@@ -405,11 +405,8 @@ def _start_state(a) -> dict | None:
     return state
 
 
-def grade_cmd(a) -> int:
-    """python -m specviz grade: --list; --card ID --answer TEXT|- [--json] [--timing]; --eval; --train;
-    --cv [--start FILE] [--no-contrasts] [--device cuda]; --overrules."""
-    from specviz.practice import grade as G
-
+def _cv_flags(a) -> None:
+    """--no-contrasts and --device belong to --cv: elsewhere, or a device not here, is one line before any work."""
     if a.no_contrasts and (a.train or not a.cv):
         raise SpecVizError("--no-contrasts is read by --cv alone (the second reader's stance examples in each fold).")
     if a.device != "cpu":
@@ -418,6 +415,14 @@ def grade_cmd(a) -> int:
             raise SpecVizError("--device is read by --cv alone (the shipped reader is trained on the CPU: --train).")
         if not torch.cuda.is_available():
             raise SpecVizError("--device cuda: no CUDA device is visible to PyTorch here.")
+
+
+def grade_cmd(a) -> int:
+    """python -m specviz grade: --list; --card ID --answer TEXT|- [--json] [--timing]; --eval; --train;
+    --cv [--start FILE] [--no-contrasts] [--device cuda]; --overrules."""
+    from specviz.practice import grade as G
+
+    _cv_flags(a)
     if a.list:
         cards = [dict(card=c.id, question=c.question, points=len(c.rubric)) for c in G.gradable_cards().values()]
         print(json.dumps(cards) if a.json else "\n".join(f"{c['card']:40} {c['question']}" for c in cards))
