@@ -464,22 +464,22 @@ def test_the_shipped_head_was_trained_on_the_whole_tuning_part_at_the_chosen_wei
 
 
 def _contrasts_are_shaped(data: list, cards: dict, makes: int) -> None:
-    """Per card, its rubric's points in order; per point `makes` sentences that make it and five that deny it, one
+    """Per card, its rubric's points in order; per point `makes` sentences that make it and seven that deny it, one
     of those with no negation word."""
     import re
     negation = re.compile(r"\b(not|no|never|none|nothing|without|cannot)\b|n't", re.I)
     for c in data:
         assert [p["point"] for p in c["points"]] == list(cards[c["card"]].rubric), c["card"]
         for p in c["points"]:
-            assert len(p["makes"]) == makes and len(p["denies"]) == 5
+            assert len(p["makes"]) == makes and len(p["denies"]) == 7
             # a quoted "never" names beam search's setting: not a negation
             assert any(not negation.search(re.sub(r'"[^"]*"', "", d)) for d in p["denies"]), p["point"]
 
 
 @needs_model
 def test_stance_contrasts_leave_out_held_out_cards_and_reach_training_only_for_the_cards_given(tmp_path):
-    """Every card but the held-out ones has contrasts (the mock interviews' steps too): per point, two sentences that
-    make it and five that deny it, one of those with no negation word, no sentence twice; no held-out card is there
+    """Every card but the held-out ones has contrasts (the mock interviews' steps too): per point, three sentences that
+    make it and seven that deny it, one of those with no negation word, no sentence twice; no held-out card is there
     (a file naming one, an unknown card or a point off its rubric is refused); the second reader's pairs take the
     contrasts they are given and no other."""
     from specviz.training import grader as T
@@ -492,7 +492,7 @@ def test_stance_contrasts_leave_out_held_out_cards_and_reach_training_only_for_t
     assert {c["card"] for c in data} == set(G.gradable_cards()) - held  # every card a learner meets but the held-out
     said = [t for c in data for p in c["points"] for t in p["makes"] + p["denies"]]
     assert len(said) == len(set(said))
-    _contrasts_are_shaped(data, cards, 2)
+    _contrasts_are_shaped(data, cards, 3)
     for bad in ([{"card": sorted(held)[0], "points": []}], [{"card": "no-such-card", "points": []}],
                 [{"card": data[0]["card"], "points": [{"point": "not a rubric point", "makes": ["x"]}]}]):
         (tmp_path / "c.yaml").write_text(yaml.safe_dump(bad))
@@ -509,7 +509,7 @@ def test_stance_contrasts_leave_out_held_out_cards_and_reach_training_only_for_t
 
 @pytest.mark.fast
 def test_the_held_out_cards_contrasts_are_read_at_grade_time_and_never_teach():
-    """The held-out cards have their own file, of the tuning cards' shape (one sentence that makes each point, five
+    """The held-out cards have their own file, of the tuning cards' shape (one sentence that makes each point, seven
     that deny it, one of those with no negation word), naming exactly the held-out cards; with it, every point a
     learner meets has denials for the grader to read, and the training file still refuses those cards."""
     from specviz.training import grader as T
