@@ -464,22 +464,22 @@ def test_the_shipped_head_was_trained_on_the_whole_tuning_part_at_the_chosen_wei
 
 
 def _contrasts_are_shaped(data: list, cards: dict, makes: int) -> None:
-    """Per card, its rubric's points in order; per point `makes` sentences that make it and seven that deny it, one
+    """Per card, its rubric's points in order; per point `makes` sentences that make it and five that deny it, one
     of those with no negation word."""
     import re
     negation = re.compile(r"\b(not|no|never|none|nothing|without|cannot)\b|n't", re.I)
     for c in data:
         assert [p["point"] for p in c["points"]] == list(cards[c["card"]].rubric), c["card"]
         for p in c["points"]:
-            assert len(p["makes"]) == makes and len(p["denies"]) == 7
+            assert len(p["makes"]) == makes and len(p["denies"]) == 5
             # a quoted "never" names beam search's setting: not a negation
             assert any(not negation.search(re.sub(r'"[^"]*"', "", d)) for d in p["denies"]), p["point"]
 
 
 @needs_model
 def test_stance_contrasts_leave_out_held_out_cards_and_reach_training_only_for_the_cards_given(tmp_path):
-    """Every card but the held-out ones has contrasts (the mock interviews' steps too): per point, three sentences that
-    make it and seven that deny it, one of those with no negation word, no sentence twice; no held-out card is there
+    """Every card but the held-out ones has contrasts (the mock interviews' steps too): per point, two sentences that
+    make it and five that deny it, one of those with no negation word, no sentence twice; no held-out card is there
     (a file naming one, an unknown card or a point off its rubric is refused); the second reader's pairs take the
     contrasts they are given and no other."""
     from specviz.training import grader as T
@@ -492,7 +492,7 @@ def test_stance_contrasts_leave_out_held_out_cards_and_reach_training_only_for_t
     assert {c["card"] for c in data} == set(G.gradable_cards()) - held  # every card a learner meets but the held-out
     said = [t for c in data for p in c["points"] for t in p["makes"] + p["denies"]]
     assert len(said) == len(set(said))
-    _contrasts_are_shaped(data, cards, 3)
+    _contrasts_are_shaped(data, cards, 2)
     for bad in ([{"card": sorted(held)[0], "points": []}], [{"card": "no-such-card", "points": []}],
                 [{"card": data[0]["card"], "points": [{"point": "not a rubric point", "makes": ["x"]}]}]):
         (tmp_path / "c.yaml").write_text(yaml.safe_dump(bad))
@@ -509,7 +509,7 @@ def test_stance_contrasts_leave_out_held_out_cards_and_reach_training_only_for_t
 
 @pytest.mark.fast
 def test_the_held_out_cards_contrasts_are_read_at_grade_time_and_never_teach():
-    """The held-out cards have their own file, of the tuning cards' shape (one sentence that makes each point, seven
+    """The held-out cards have their own file, of the tuning cards' shape (one sentence that makes each point, five
     that deny it, one of those with no negation word), naming exactly the held-out cards; with it, every point a
     learner meets has denials for the grader to read, and the training file still refuses those cards."""
     from specviz.training import grader as T
@@ -532,12 +532,12 @@ def test_a_clause_loses_logits_only_when_it_reads_as_a_denial_about_as_well_as_t
 
 
 @needs_model
-def test_denials_are_read_at_grade_time_only_when_switched_on_and_then_the_nearest(monkeypatch):
-    """Off as shipped (DENIALS_READ = 0, the twelfth round): no clause is read against a denial. Switched on, each
-    clause the head rates above one half is read against the DENIALS_READ denials of its point nearest it by the
-    first reader's embedding, no more, and an answer that says what a denial says ("rejected draft tokens cost
-    nothing in verification, so goodput can't go down under load") is rated lower than without: here, from made to
-    not. A sentence written for this test, in no labelled answer."""
+def test_denials_are_read_at_grade_time_unless_switched_off_and_then_the_nearest(monkeypatch):
+    """As shipped (DENIALS_READ = 2, the thirteenth round) each clause the head rates above one half is read against
+    the DENIALS_READ denials of its point nearest it by the first reader's embedding, no more, and an answer that says
+    what a denial says ("rejected draft tokens cost nothing in verification, so goodput can't go down under load") is
+    rated lower than with none read: here, from made to not. Switched off (0), no clause is read against a denial.
+    A sentence written for this test, in no labelled answer."""
     card = G.card("ttft-tpot")
     point = "At high load wasted verify work can lower goodput"
     j, den = list(card.rubric).index(point), G.denials()[point]
@@ -545,15 +545,17 @@ def test_denials_are_read_at_grade_time_only_when_switched_on_and_then_the_neare
     reader, read = G.default_reader(), []
     logits = reader.logits
     monkeypatch.setattr(reader, "logits", lambda pairs, **k: read.extend(pairs) or logits(pairs, **k))
-    off = G.pair_features(card.rubric, answer)[j][3]
-    every = {d for ds in G.denials().values() for d in ds}
-    assert read and not any(a in every for a, _ in read)
-    monkeypatch.setattr(G, "DENIALS_READ", 2)
-    read.clear()
+    assert G.DENIALS_READ == 2
     on = G.pair_features(card.rubric, answer)[j][3]
     against = [(a, b) for a, b in read if a in den]
     assert against and all(sum(x == b for _, x in against) <= 2 for _, b in against)
+    monkeypatch.setattr(G, "DENIALS_READ", 0)
+    read.clear()
+    off = G.pair_features(card.rubric, answer)[j][3]
+    every = {d for ds in G.denials().values() for d in ds}
+    assert read and not any(a in every for a, _ in read)
     assert on < 0.0 < off
+    monkeypatch.setattr(G, "DENIALS_READ", 2)
     enc = G.default_encoder()
     near = G.nearest_denials(point, enc.embed([den[3]])[0], enc)
     assert len(near) == 2 and den[3] in near and set(near) <= set(den)

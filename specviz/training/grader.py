@@ -149,8 +149,10 @@ def _examples(rows: list[Labelled], cards: dict, enc, weights) -> tuple[list, li
 # the fall-back clause in one (docs/grader-cv-2026-11-28-fall-back.json); each fold's reader taught only the other
 # cards' contrasts, as `grade --cv` does. The twelfth round (five denials per point taught, none read at grade time):
 # the best mean of the rule over four runs' leave-out folds at 0.58 (weight 1.0 was worse at every threshold;
-# docs/grader-cv-2026-11-28-more-contrasts.json).
-READER_WEIGHT, READER_THRESHOLD = 0.75, 0.58
+# docs/grader-cv-2026-11-28-more-contrasts.json). The thirteenth round (each clause read against its point's 2 nearest
+# denials, grade.DENIALS_READ): the best mean of the rule over three CPU runs' folds at 0.56 (0.54-0.62 measured;
+# docs/grader-cv-2026-11-28-denials-cpu.json).
+READER_WEIGHT, READER_THRESHOLD = 0.75, 0.56
 
 
 def _base(rows: list[Labelled], cards: dict, enc, rounds: int = 3, **fit) -> list[float]:
