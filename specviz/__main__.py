@@ -532,6 +532,8 @@ def _eval_text(r: dict, title: str = "held-out cards") -> str:
         lines += ["", _eval_text(r["mock_steps"], "mock-interview steps (held out by card; labelled 2026-11-28)")]
     if "late_answers" in r:  # the fifth: new answers to the first part's cards and the mock steps, read once
         lines += ["", _eval_text(r["late_answers"], "late answers to held-out cards and steps (written 2026-11-28)")]
+    if "hard_answers" in r:  # the sixth: hard answers to tuning cards, held out by answer, read once
+        lines += ["", _eval_text(r["hard_answers"], "hard answers to tuning cards (held out by answer; 2026-11-29)")]
     return "\n".join(lines)
 
 

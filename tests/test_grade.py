@@ -420,15 +420,15 @@ def test_one_statement_counts_once_however_often_it_is_said():
 
 @pytest.mark.fast
 def test_the_labelled_set_keeps_its_held_out_parts_apart():
-    """Held-out cards and fresh answers (held out by answer) never reach training or cross-validation; every label
-    has its point, and every made point its evidence, verbatim in the answer."""
+    """Held-out cards and fresh and hard answers (held out by answer) never reach training or cross-validation;
+    every label has its point, and every made point its evidence, verbatim in the answer."""
     from specviz.training import grader as T
     rows, held = T.load_labels()
     tune, test = T.split(rows, held)
-    later = T.fresh(rows)
-    assert later and test and tune
-    assert not any(r.fresh for r in tune + test) and all(r.card not in held for r in tune + later)
-    assert len(tune) + len(test) + len(later) == len(rows)
+    later, hard = T.fresh(rows), T.hard(rows)
+    assert later and test and tune and hard
+    assert not any(r.fresh or r.hard for r in tune + test) and all(r.card not in held for r in tune + later + hard)
+    assert len(tune) + len(test) + len(later) + len(hard) == len(rows) and not set(later) & set(hard)
     cards = T.cards_by_id()
     for r in rows:
         assert len(r.labels) == len(cards[r.card].rubric), r.card
@@ -448,6 +448,8 @@ def test_the_labelled_set_keeps_its_held_out_parts_apart():
     last = T.late(rows)
     assert last and {r.card for r in last} <= first | mock and not any(r.fresh for r in last)
     assert not set(last) & set(tune) and {r.kind for r in last} == {"strong", "partial", "wrong", "off-topic"}
+    # the sixth, hard answers: on tuning cards (every one of them), held out by answer like the fresh ones
+    assert {r.card for r in hard} == {r.card for r in tune} and {r.kind for r in hard} == {"strong", "partial", "wrong"}
 
 
 def test_the_shipped_head_was_trained_on_the_whole_tuning_part_at_the_chosen_weight_and_threshold():
