@@ -90,8 +90,8 @@ _WHY = ("it reads a point's subject better than its stance, so a clause on the s
         "words, overrule too.")
 CAVEAT = ("About 1 credited point in 5 is wrong on held-out answers, 2 in 5 on answers written to trick it (a "
           "point's own words with one word flipped): " + _WHY)
-MOCK_CAVEAT = ("The grader is less sure of mock-interview steps, about 1 credited point in 3 wrong on held-out ones: "
-               + _WHY.replace("highlighted words", "quoted words"))
+MOCK_CAVEAT = ("The grader is less sure of mock-interview steps, about 1 credited point in 3 wrong on held-out ones, "
+               "2 in 5 on answers written to trick it: " + _WHY.replace("highlighted words", "quoted words"))
 
 
 def show(text: str, grade: G.Grade, key: str, page: str = "", reference: str = "") -> list[bool]:
