@@ -284,11 +284,11 @@ def held_out_report(path: pathlib.Path = LABELS) -> dict:
     if not first:
         raise SpecVizError("The labelled set has no held-out cards.")
     later, unseen = fresh(rows), [r for r in test if r.card in new]
-    steps, last = [r for r in test if r.card in mock and not r.late], late(rows)
+    steps, last, tricky = [r for r in test if r.card in mock and not r.late], late(rows), hard(rows)
     return (evaluate(first) | ({"fresh_answers": evaluate(later)} if later else {})
             | ({"new_cards": evaluate(unseen)} if unseen else {}) | ({"mock_steps": evaluate(steps)} if steps else {})
             | ({"late_answers": evaluate(last)} if last else {})
-            | ({"hard_answers": evaluate(hard(rows))} if hard(rows) else {}))
+            | ({"hard_answers": evaluate(tricky)} if tricky else {}))
 
 
 def cross_validate(rows: list[Labelled], folds: int = 4, weights=(0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5),
