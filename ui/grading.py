@@ -83,8 +83,8 @@ def highlighted(text: str, grade: G.Grade, made: list[bool], marked=None) -> str
 # fresh hard answers, 0.79 on the held-out mock-interview steps, all read many times; and on the late answers, the
 # one part read once (2026-11-28): 0.81 on the first part's cards, 0.69 on the mock steps. The caveats quote the
 # late answers: the figure a learner meets on an answer nobody has tuned against. On the sixth part (2026-11-29, read
-# once), 198 answers written to trick it (a point's own words with one word or condition flipped), 0.61: of the
-# points in its wrong answers it credited 183 of 422
+# once), 198 answers written to trick it (a point's own words with one word or condition flipped), 0.61: of the 402
+# points its wrong answers do not make it credited 183
 _WHY = ("it reads a point's subject better than its stance, so a clause on the subject that says the opposite can "
         "still earn it. Check the highlighted words of each ✓ and overrule what they do not say; a ✗ you said in other "
         "words, overrule too.")
