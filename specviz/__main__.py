@@ -514,6 +514,15 @@ def overrules(a) -> int:
     return 0
 
 
+# the second to sixth held-out parts, as grader.held_out_report names them: answers to tuning cards held out by
+# answer; cards labelled later; mock-interview steps; new answers to held-out cards and steps, read once; hard answers
+_PARTS = (("fresh_answers", "fresh answers to tuning cards (held out by answer)"),
+          ("new_cards", "new held-out cards (labelled and first read 2026-11-27)"),
+          ("mock_steps", "mock-interview steps (held out by card; labelled 2026-11-28)"),
+          ("late_answers", "late answers to held-out cards and steps (written 2026-11-28)"),
+          ("hard_answers", "hard answers to tuning cards (held out by answer; 2026-11-29)"))
+
+
 def _eval_text(r: dict, title: str = "held-out cards") -> str:
     lines = [f"{title}: {r['answers']} answers, {r['labels']} labels, {r['cards']} cards",
              f"agreement {r['agreement']:.3f}  kappa {r['kappa']:.3f}  precision(made) {r['precision_made']:.3f}  "
@@ -524,16 +533,9 @@ def _eval_text(r: dict, title: str = "held-out cards") -> str:
               for w in r["wrong_or_off_topic_scores"]]
     lines.append(f"strong answers under 0.6: {len(r['strong_under_limit'])}; wrong or off-topic over 0.25: "
                  f"{len(r['wrong_over_limit'])}; targets met: {r['targets_met']}")
-    if "fresh_answers" in r:  # the second held-out part: answers to tuning cards no training has seen
-        lines += ["", _eval_text(r["fresh_answers"], "fresh answers to tuning cards (held out by answer)")]
-    if "new_cards" in r:  # the third: cards labelled later, never read before the shipped grader's one read
-        lines += ["", _eval_text(r["new_cards"], "new held-out cards (labelled and first read 2026-11-27)")]
-    if "mock_steps" in r:  # the fourth: mock-interview steps, labelled and first read 2026-11-28
-        lines += ["", _eval_text(r["mock_steps"], "mock-interview steps (held out by card; labelled 2026-11-28)")]
-    if "late_answers" in r:  # the fifth: new answers to the first part's cards and the mock steps, read once
-        lines += ["", _eval_text(r["late_answers"], "late answers to held-out cards and steps (written 2026-11-28)")]
-    if "hard_answers" in r:  # the sixth: hard answers to tuning cards, held out by answer, read once
-        lines += ["", _eval_text(r["hard_answers"], "hard answers to tuning cards (held out by answer; 2026-11-29)")]
+    for key, title in _PARTS:  # the held-out parts after the first, each under its own key when the set has it
+        if key in r:
+            lines += ["", _eval_text(r[key], title)]
     return "\n".join(lines)
 
 
