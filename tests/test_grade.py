@@ -328,7 +328,8 @@ def test_a_follow_up_holds_a_point_near_the_one_missed():
     """An interviewer's follow-up digs where the answer was thin, so the follow-up card must itself be gradable on
     the missed point. By the whole card alone, "the output is exactly the target's" was followed up with a logprobs
     question whose nearest rubric point sat at cosine 0.29, and 50 of the mock steps' 133 points got a follow-up
-    with no point within 0.4 of theirs."""
+    with no point within 0.4 of theirs. Now none does: where no card fits there is no follow-up (a walk answered
+    "it is never exactly free (v > 1)" with a best-of-n question), and that stays rare."""
     from specviz.qa.bank import bank
 
     enc = G.default_encoder()
@@ -340,9 +341,24 @@ def test_a_follow_up_holds_a_point_near_the_one_missed():
     step = "mock-spec-end-to-end:1"
     exact = next(p for p in G.card(step).rubric if "exactly" in p)
     assert nearest(exact, G.follow_up(exact, [step], enc).id) >= 0.4
-    far = [(f"{m.id}:{n}", p) for m in bank().mocks for n, s in enumerate(m.steps, 1) for p in s.rubric
-           if nearest(p, G.follow_up(p, [f"{m.id}:{n}"], enc).id) < 0.4]
-    assert len(far) <= 20, far
+    picks = [(p, G.follow_up(p, [f"{m.id}:{n}"], enc)) for m in bank().mocks for n, s in enumerate(m.steps, 1)
+             for p in s.rubric]
+    assert all(nearest(p, c.id) >= G.FOLLOW_UP_FLOOR for p, c in picks if c is not None)
+    none = [p for p, c in picks if c is None]
+    assert len(none) <= len(picks) // 8, none  # 13 of 133 at the floor's choice
+    assert "It is never exactly free (v > 1), and on a small CPU it can be far from free" in none
+
+
+@needs_model
+def test_a_follow_up_probes_the_miss_not_what_the_answer_made():
+    """A walk said "the target checks all K in one forward pass" and missed the accept rule: the follow-up asked how
+    the target checks K drafts in one pass (what it had just said). A question as near a made point as a twin of an
+    asked one is no follow-up; and where no card holds a point near the miss there is none."""
+    step = G.card("mock-spec-end-to-end:1")
+    made, missed = step.rubric[0], step.rubric[1]
+    assert G.follow_up(missed, [step.id]).id == "verify-one-pass"  # by the missed point alone
+    assert G.follow_up(missed, [step.id], made=[made]).id == "bonus-token"
+    assert G.follow_up("A chi-square (or similar) test with a stated significance", ["mock-coding-round:2"]) is None
 
 
 @pytest.mark.fast

@@ -101,32 +101,32 @@ def test_the_follow_up_is_on_the_first_missed_point_of_the_rubric():
     missed (a side remark, "engines do this for n-gram drafts") followed up while the core ones went unprobed."""
     seen = []
 
-    def pick(missed_point, exclude):
-        seen.append((missed_point, list(exclude)))
+    def pick(missed_point, exclude, made):
+        seen.append((missed_point, list(exclude), list(made)))
         return SimpleNamespace(id="other", question="Why is it exact?")
 
     first = asked("m:1", [("made it", True, 0.99), ("core miss", False, 0.6), ("side miss", False, 0.95)])
     card_id, question, why = Q.next_question(MOCK, [first], pick)
     assert (card_id, question) == ("other", "Why is it exact?") and "core miss" in why
-    assert seen == [("core miss", ["m:1"])]  # asked cards are never asked again
+    assert seen == [("core miss", ["m:1"], ["made it"])]  # asked cards are never asked again, nor what was made
     # after a follow-up: the chain's next question, even if the follow-up missed points too
     follow = asked("other", [("a point", False, 0.9)])
     assert Q.next_question(MOCK, [first, follow], pick)[:2] == ("m:2", "Q2?")
     # nothing missed, or no card close to the point: the chain's next question
     full = asked("m:1", [("made it", True, 0.9)])
     assert Q.next_question(MOCK, [full], pick)[0] == "m:2"
-    assert Q.next_question(MOCK, [first], lambda p, e: None)[0] == "m:2"
+    assert Q.next_question(MOCK, [first], lambda p, e, m: None)[0] == "m:2"
 
 
 def test_a_graded_interview_asks_every_chain_question_and_at_most_two_follow_ups():
     asked_ = []
-    always = lambda p, e: SimpleNamespace(id=f"f{len(e)}", question="follow-up?")
+    always = lambda p, e, m: SimpleNamespace(id=f"f{len(e)}", question="follow-up?")
     while (nxt := Q.next_question(MOCK, asked_, always)) is not None:
         asked_.append(asked(nxt[0], [("x", False, 0.9)]))
         assert len(asked_) <= len(MOCK.steps) + Q.MAX_FOLLOW_UPS
     # one follow-up at a time, then back to the chain; the chain's last question is asked whatever was missed
     assert [a.card for a in asked_] == ["m:1", "f1", "m:2", "f3", "m:3"]
-    never = lambda p, e: None
+    never = lambda p, e, m: None
     done = []
     while (nxt := Q.next_question(MOCK, done, never)) is not None:
         done.append(asked(nxt[0], [("x", False, 0.9)]))

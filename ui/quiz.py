@@ -428,7 +428,7 @@ def graded_interview(mock, learner, timer: bool = False, secs: int = 120) -> Non
     state = st.session_state["qa_gmock"] = states[whose] = Q.graded_state(states.get(whose), mock.id)
     # once the verdict is shown the interview is over: an overrule there re-scores it, it asks nothing more
     nxt = None if state.get("done") else Q.next_question(
-        mock, state["asked"], lambda point, exclude: GR.G.follow_up(point, exclude, GR.encoder()))
+        mock, state["asked"], lambda point, exclude, made: GR.G.follow_up(point, exclude, GR.encoder(), made=made))
     if nxt is None:
         state["done"] = True
         return graded_verdict(mock, state, learner)

@@ -777,6 +777,7 @@ def card(card_id: str) -> Card:
 
 
 TOPIC_BONUS = 0.1  # cosine added to a follow-up candidate of the missed point's own topic
+FOLLOW_UP_FLOOR = 0.4  # cosine: a follow-up card must hold a rubric point at least this near the missed one
 SHORTLIST = 20  # cards, nearest the missed point as a whole, whose rubric points follow_up reads one by one
 
 
@@ -792,15 +793,20 @@ def point_topic(point: str, encoder: Encoder | None = None) -> str:
     return questions[int(enc.torch.argmax(sims))].topic
 
 
-def follow_up(point: str, exclude=(), encoder: Encoder | None = None, twin: float = 0.75) -> Card | None:
+def follow_up(point: str, exclude=(), encoder: Encoder | None = None, twin: float = 0.75,
+              made=()) -> Card | None:
     """The bank question that best probes a missed point: the one whose question, headline and rubric sit
     closest to it in meaning, and whose own rubric holds a point close to it, a question of the point's own topic
     ahead by TOPIC_BONUS. What an interviewer does:
     dig where the answer was thin. Cards already asked are excluded, and so are their near-twins (a question
-    within `twin` cosine of an asked one: the same question in other words is no follow-up)."""
+    within `twin` cosine of an asked one: the same question in other words is no follow-up), and questions as near
+    a point the answer `made` (a walk that said "the target scores all K in one forward pass" but missed the accept
+    rule was asked how the target checks K drafts in one pass; of the mock steps' 133 points, each missed after
+    the ones before it were made, this changes only that one, judged the better probe blind, docs/grader-follow-up-2026-11-29.json). None when no card
+    fits: none holds a rubric point within FOLLOW_UP_FLOOR of the missed one."""
     enc = encoder or default_encoder()
     cards = gradable_cards()
-    asked = [cards[c].question for c in exclude if c in cards]
+    asked = [cards[c].question for c in exclude if c in cards] + [str(p) for p in made]
     pool = [q for q in bank().questions if q.rubric and q.id not in set(exclude)]
     if asked and pool:
         near = (enc.cached([q.question for q in pool]) @ enc.cached(asked).T).max(dim=1).values
@@ -821,7 +827,14 @@ def follow_up(point: str, exclude=(), encoder: Encoder | None = None, twin: floa
     topic = point_topic(point, enc)
     sims = sims + TOPIC_BONUS * enc.torch.tensor([float(q.topic == topic) for q in pool], dtype=sims.dtype)
     shortlist = enc.torch.argsort(sims, descending=True)[:SHORTLIST].tolist()
-    best = max(shortlist, key=lambda i: float(sims[i] + (enc.cached(list(pool[i].rubric)) @ v).max()))
+    nearest = {i: float((enc.cached(list(pool[i].rubric)) @ v).max()) for i in shortlist}
+    # no card holds a point near the missed one: no follow-up, as an interviewer with nothing fitting moves on
+    # (all 13 of the mock steps' 133 points whose follow-up sat under the floor got an unrelated question: a
+    # chi-square test followed up with "what does a good draft look like in numbers")
+    fits = [i for i in shortlist if nearest[i] >= FOLLOW_UP_FLOOR]
+    if not fits:
+        return None
+    best = max(fits, key=lambda i: float(sims[i]) + nearest[i])
     return cards[pool[best].id]
 
 

@@ -374,12 +374,16 @@ class Progress:
 
     def weak_points(self, learner: int, limit: int = 5, per_card: int = 2) -> list[dict]:
         """The rubric points this learner missed most often (counting what stood after any overrule), with how
-        often each was asked; ties: the most recently missed first. At most `per_card` from one card: one answer
-        that missed every point would otherwise fill the list with one card to retry five times."""
+        often each was asked; ties: the larger share of the times asked, then the point nearer the head of its
+        rubric (a rubric lists the heart of the answer first), then the most recently missed. Without the rubric's
+        order a walk that missed every point once was shown five side remarks of its last two mock steps, and not
+        the card it scored 0 on. At most `per_card` from one card: one answer that missed every point would
+        otherwise fill the list with one card to retry five times."""
         with self._db() as db:
             rows = db.execute("SELECT card, point, MAX(text), SUM(1 - made), COUNT(*), MAX(at) FROM points "
                               "WHERE learner = ? GROUP BY card, point HAVING SUM(1 - made) > 0 "
-                              "ORDER BY SUM(1 - made) DESC, MAX(at) DESC LIMIT ?",
+                              "ORDER BY SUM(1 - made) DESC, SUM(1 - made) * 1.0 / COUNT(*) DESC, point, "
+                              "MAX(at) DESC LIMIT ?",
                               (learner, int(limit) * 10)).fetchall()
         out, per = [], {}
         for c, p, t, m, n, _ in rows:

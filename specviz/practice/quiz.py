@@ -449,8 +449,9 @@ def asked_rows(mock, asked: Sequence[Asked]) -> list[dict]:
 MAX_FOLLOW_UPS = 2  # an interview is the chain's questions and at most this many follow-ups, each after one of them
 FOLLOW_UP_RULE = ("After an answer to one of the chain's questions, the interviewer follows up on the first point of "
                   "its rubric the grader found missing (a rubric lists the heart of the answer first), with the bank "
-                  "question closest to it; after a follow-up, an answer that makes every point, or a point no bank "
-                  "question fits, the chain's next question. Every question of the chain is asked, and at most "
+                  "question closest to it. The chain's next question comes instead after a follow-up, after an answer "
+                  "that makes every point, and when no bank question holds a point near the missed one. Every "
+                  "question of the chain is asked, and at most "
                   f"{MAX_FOLLOW_UPS} follow-ups in all (the last question's answer can have one too). Follow-ups are "
                   "graded and shown, but the level comes from the chain's questions alone: a follow-up's question is "
                   "the grader's pick from the bank, and can stray from the chain.")
@@ -463,8 +464,9 @@ def chain_steps(mock, asked: Sequence[Asked]) -> list[int]:
 
 def next_question(mock, asked: list[Asked], pick_follow_up) -> tuple[str, str, str] | None:
     """(card id, question, why) for the next step of a graded interview, or None when it is over. The first
-    question is the chain's; after a graded answer to a chain question, `pick_follow_up(missed_point, exclude)`
-    (the grader's follow_up) chooses a card on the first missed point, at most MAX_FOLLOW_UPS times; otherwise
+    question is the chain's; after a graded answer to a chain question, `pick_follow_up(missed_point, exclude,
+    made)` (the grader's follow_up) chooses a card on the first missed point, not one on what the answer made, at
+    most MAX_FOLLOW_UPS times; otherwise
     the chain's next question. Follow-ups never take a chain question's place: the deep steps the level guide
     judges L6 on are always asked."""
     if not asked:
@@ -477,7 +479,7 @@ def next_question(mock, asked: list[Asked], pick_follow_up) -> tuple[str, str, s
     followed_up = not is_chain(mock, last.card)
     if missed and not followed_up and len(asked) - chain < MAX_FOLLOW_UPS:
         point = missed[0]
-        card = pick_follow_up(point, [a.card for a in asked])
+        card = pick_follow_up(point, [a.card for a in asked], [p for p, made, _, _ in last.points if made])
         if card is not None:
             return card.id, card.question, f"follow-up on what your last answer missed: “{point}”"
     if chain >= len(mock.steps):
