@@ -802,8 +802,9 @@ def follow_up(point: str, exclude=(), encoder: Encoder | None = None, twin: floa
     within `twin` cosine of an asked one: the same question in other words is no follow-up), and questions as near
     a point the answer `made` (a walk that said "the target scores all K in one forward pass" but missed the accept
     rule was asked how the target checks K drafts in one pass; of the mock steps' 133 points, each missed after
-    the ones before it were made, this changes only that one, judged the better probe blind, docs/grader-follow-up-2026-11-29.json). None when no card
-    fits: none holds a rubric point within FOLLOW_UP_FLOOR of the missed one."""
+    the ones before it were made, this changes only that one, judged the better probe blind:
+    docs/grader-follow-up-2026-11-29.json). None when no card fits: none holds a rubric point within
+    FOLLOW_UP_FLOOR of the missed one."""
     enc = encoder or default_encoder()
     cards = gradable_cards()
     asked = [cards[c].question for c in exclude if c in cards] + [str(p) for p in made]
