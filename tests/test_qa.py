@@ -49,6 +49,25 @@ def test_questions_are_complete_and_link_to_real_pages():
         assert not m.page or (ROOT / m.page).is_file(), m.page
 
 
+def test_every_misconception_names_the_rubric_points_it_contradicts():
+    """A graded miss names what is often believed instead: each claim is linked by hand to real rubric points, and
+    its correction's opening is whole sentences, never cut inside maths."""
+    from specviz.qa.bank import mistakes
+
+    b = bank()
+    rubric = {q.id: q.rubric for q in b.questions}
+    for m in b.misconceptions:
+        assert m.points, m.id
+        for ref in m.points:
+            card, _, index = ref.partition("#")
+            assert card in rubric and 0 <= int(index) < len(rubric[card]), (m.id, ref)
+            assert m in mistakes(card, int(index))
+        gist = m.gist()
+        assert gist.endswith(".") and gist.count("$") % 2 == 0 and " ".join(m.correct.split()).startswith(gist)
+        assert len(gist) >= 60 or gist == " ".join(m.correct.split()), m.id  # "Four." comes with its reason
+    assert [m.id for m in mistakes("rejection-steps", 2)] == ["mc-resample-p"] and not mistakes("nope", 0)
+
+
 def test_the_quiz_draws_from_every_question_and_misconception():
     """...and every true claim and code card, each once; ids are unique across every kind, mocks included."""
     b = bank()

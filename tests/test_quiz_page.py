@@ -370,6 +370,10 @@ def test_graded_quiz_card_overrule_and_leitner():
             assert "<mark" in shown and p.evidence.split()[-1] in shown  # the evidence, highlighted
     missed = [n for n, p in enumerate(g.points) if not p.made]
     assert missed, "the answer leaves points out"
+    from specviz.qa.bank import mistakes  # a missed point names what is often believed instead, and corrects it
+    linked = [m for n in missed for m in mistakes("what-is-spec", n)]
+    assert linked and all(f"“{m.claim}”" in shown and m.gist() in shown for m in linked)
+    assert not any(f"“{m.claim}”" in shown for n, p in enumerate(g.points) if p.made for m in mistakes(g.card, n))
     at.toggle(key=f"{gkey}_over_{missed[0]}").set_value(True).run()  # "I did make this one"
     ok(at)
     assert any("overruled by you" in m.value for m in at.markdown)

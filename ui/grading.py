@@ -10,6 +10,7 @@ import streamlit as st
 
 from specviz.errors import SpecVizError
 from specviz.practice import grade as G
+from specviz.qa.bank import mistakes
 from ui.registry import BY_PATH
 
 _GRADING = threading.Lock()  # one grade at a time per server: the models and their tokenizers are shared
@@ -121,6 +122,8 @@ def show(text: str, grade: G.Grade, key: str, page: str = "", reference: str = "
                 # the hint is the bank's own text (trusted Markdown with its maths), not the learner's
                 with _GRADING:  # the encoder's tokenizer is shared with the graders (a batch call sets padding)
                     hint += "  \n&nbsp;&nbsp;&nbsp;Hint: " + G.hint(p.point, reference, encoder(), answer=text)
+            for m in mistakes(grade.card, n):  # linked by hand in the bank: what is often believed instead
+                hint += f"  \n&nbsp;&nbsp;&nbsp;Often believed instead: _“{m.claim}”_ Not so: {m.gist()}"
             c1.markdown(hint)
         c2.toggle("Overrule", key=f"{key}_over_{n}",
                   help="You disagree with the grader on this point: it counts the other way, and is stored as "

@@ -4,7 +4,8 @@ Each question: id, topic, level (L4 fundamentals, L5 mechanics and trade-offs, L
 question, headline (what to say in 30 seconds, one line), answer (Markdown; maths between $...$), rubric
 (3 to 5 points a complete answer makes: the learner ticks them after revealing), page (the app page that
 shows it, or "" when no page does), source (the paper or documentation section it rests on).
-Each misconception (a FALSE claim): id, topic, claim, correct, page, source. Each true claim (the true cards
+Each misconception (a FALSE claim): id, topic, claim, correct, page, source, points (card#index: the rubric
+points it contradicts, named beside a graded miss). Each true claim (the true cards
 of the true/false deck): id, topic, level, claim, why, page, source.
 Each code card: id, topic, level, title, code (a short snippet), bug_line (1-based line with the bug), fixes
 (3 or 4 candidate fixes), fix (index of the right one), why, page, source.
@@ -47,6 +48,18 @@ class Misconception:
     page: str = ""
     topic: str = "misconceptions"
     level: str = "L5"
+    points: tuple[str, ...] = ()  # "card#index": the rubric points this claim contradicts (a graded miss names it)
+
+    def gist(self, at_least: int = 60) -> str:
+        """The correction's opening: whole sentences (never cut inside $...$ maths) until `at_least` characters, so
+        a one-word verdict ("Four.") comes with its reason."""
+        text, out = " ".join(self.correct.split()), ""
+        for m in re.finditer(r"\.(\s|$)", text):
+            if text[:m.start()].count("$") % 2 == 0:
+                out = text[:m.start() + 1]
+                if len(out) >= at_least:
+                    break
+        return out or text
 
 
 @dataclass(frozen=True)
@@ -142,6 +155,12 @@ def bank() -> Bank:
                 tuple(Misconception(**_clean(m)) for m in data["misconceptions"]),
                 tuple(TrueClaim(**_clean(c)) for c in data.get("true_claims") or []),
                 tuple(CodeCard(**_clean(c)) for c in data.get("code_cards") or []), mocks)
+
+
+def mistakes(card_id: str, index: int) -> tuple[Misconception, ...]:
+    """The misconceptions that contradict rubric point `index` of a card: what a learner who missed it is likely
+    to believe instead (linked by hand in qa.yaml, not guessed: the grader cannot read which way a clause leans)."""
+    return tuple(m for m in bank().misconceptions if f"{card_id}#{int(index)}" in m.points)
 
 
 def load() -> tuple[tuple[Question, ...], tuple[Misconception, ...]]:
