@@ -105,7 +105,7 @@ def test_a_hint_is_never_cut_inside_brackets():
     reference = ("Acceptance is highest on repetitive and low-entropy text (code, lists, boilerplate), where the "
                  "draft and target agree; it is lowest on creative text.")
     h = G.hint("speculation helps most on predictable text such as code", reference)
-    assert h.count("(") == h.count(")") and h.removeprefix("…") in reference and "(code, lists, boilerplate)" in h
+    assert h.count("(") == h.count(")") and h.strip("…") in reference and "(code, lists, boilerplate)" in h
 
 
 @needs_model
@@ -115,7 +115,13 @@ def test_a_hint_cut_from_mid_sentence_says_so():
     h = G.hint("latency falls and the output distribution is unchanged", reference)
     assert h.removeprefix("…") in reference
     assert h.startswith("…so latency drops")  # the clause closest to the point, marked as cut from its sentence
-
+    # and a piece that stops before its sentence does says so at its end (a walk read the first half of "sample
+    # y ~ p; if y = x keep the draft, otherwise emit y" as the whole rule)
+    reference = "The rule has an equivalent form: sample y from p; if y = x keep the draft, otherwise emit y. Done."
+    h = G.hint("an equivalent form of the rule samples y from p", reference)
+    body = h.strip("…")
+    assert body in reference and h.endswith("…") == (not body.endswith("."))
+    assert h.endswith("…") or h.endswith("otherwise emit y.")  # this answer's nearest piece stops at the ";"
 
 @needs_model
 def test_a_hint_points_the_right_way_and_never_stops_at_an_abbreviation():

@@ -352,7 +352,7 @@ def verdict_block(mock, scores, rows, learner, recorded, rule_extra: str = "", s
     steps = list(range(len(scores))) if steps is None else steps
     st.subheader(f"Verdict: {v.level} ({Q.LEVEL_NAMES.get(v.level, 'start with the fundamentals')})")
     extra = len(rows) - len(scores)
-    st.markdown(f"Mean step score {round(100 * v.mean)} % over the chain's {len(scores)} questions"
+    st.markdown(f"Mean step score {Q.pct(v.mean)} over the chain's {len(scores)} questions"
                 + (f" ({extra} follow-up{'s' if extra > 1 else ''} in the table, not counted)" if extra else "") + ".")
     st.table(rows, hide_index=True)  # a table wraps "Why asked" (a follow-up quotes the point it follows up)
     weakest = Q.work_on(v, scores)
@@ -453,7 +453,7 @@ def graded_verdict(mock, state: dict, learner) -> None:
     with st.expander("Each answer, point by point: overrule a grade the quoted words do not bear out"):
         chain = set(Q.chain_steps(mock, asked))
         for n, a in enumerate(asked):
-            st.markdown(f"**Step {n + 1}** · {round(100 * a.score)} %" + ("" if n in chain else
+            st.markdown(f"**Step {n + 1}** · {Q.pct(a.score)}" + ("" if n in chain else
                         " · a follow-up, not in the level") + f"  \n{a.question}")
             step_grades(mock, state, n, learner)
         st.caption(GR.MOCK_CAVEAT)
@@ -502,7 +502,7 @@ def graded_step(mock, state: dict, nxt: tuple[str, str, str], learner, clock=Non
         last = asked[-1]
         # the label stays the same whatever the score: a new label is a new expander, drawn folded after each overrule
         with st.expander("Your last answer, graded point by point", expanded=False):
-            st.markdown(f"**{round(100 * last.score)} % of its points**")
+            st.markdown(f"**{Q.pct(last.score)} of its points**")
             step_grades(mock, state, len(asked) - 1, learner)
             st.caption(GR.MOCK_CAVEAT)
 

@@ -860,7 +860,10 @@ def hint(point: str, reference: str, encoder: Encoder | None = None, limit: int 
     words = _stems(point)
     cover = enc.torch.tensor([len(words & _stems(t)) / max(1, len(words)) for t in pieces])
     best = pieces[int(enc.torch.argmax(enc.cached(pieces) @ enc.cached([point])[0] + HINT_COVER * cover))]
-    return "…" + best if best[0].islower() else best  # a piece from mid-sentence says it is one
+    # a piece from mid-sentence says it is one, at either end (a walk read "…has an equivalent form: sample y ~ p"
+    # as the whole rule, its second half after a semicolon left out)
+    best = "…" + best if best[0].islower() else best
+    return best if best.rstrip(")\"'”’").endswith((".", "?", "!")) else best + "…"
 
 
 HINT_COVER = 0.5  # a hint's score: cosine + HINT_COVER × the share of the point's words it holds

@@ -222,6 +222,11 @@ def fmt(x: float) -> str:
     return f"{round(x, 2):g}"
 
 
+def pct(x: float) -> str:
+    """A share in percent, as the verdict's headline, the graded steps and the transcript say it: "67 %"."""
+    return f"{round(100 * x)} %"
+
+
 def box_message(box: int) -> str:
     """Where a card went in the Leitner boxes after an answer."""
     days = INTERVAL_DAYS[box]
@@ -323,13 +328,13 @@ def work_on(v: Verdict, step_scores: Sequence[float]) -> int | None:
 
 def step_rows(mock, step_scores: Sequence[float]) -> list[dict]:
     """The verdict's table for a chain the learner ticked: one row per step."""
-    return [{"Step": n + 1, "Question": s.question, "Score": fmt(x)}
+    return [{"Step": n + 1, "Question": s.question, "Score": pct(x)}
             for n, (s, x) in enumerate(zip(mock.steps, step_scores))]
 
 
 def past_results(mocks: Iterable[tuple[str, str, float]], mock_id: str) -> str:
     """A learner's results on one chain (Progress.mocks: (chain, level, mean) rows), oldest first."""
-    return ", ".join(f"{lvl} ({round(100 * s)} %)" for mid, lvl, s in mocks if mid == mock_id)
+    return ", ".join(f"{lvl} ({pct(s)})" for mid, lvl, s in mocks if mid == mock_id)
 
 
 @dataclass
@@ -442,7 +447,7 @@ def asked_rows(mock, asked: Sequence[Asked]) -> list[dict]:
     """The verdict's table for a graded interview: one row per question asked, with why it was asked and whether
     it counts in the level (the chain's questions do, follow-ups do not)."""
     chain = set(chain_steps(mock, asked))
-    return [{"Step": n + 1, "Question": a.question, "Why asked": a.why, "Score": fmt(a.score),
+    return [{"Step": n + 1, "Question": a.question, "Why asked": a.why, "Score": pct(a.score),
              "In the level": "yes" if n in chain else "no: a follow-up"} for n, a in enumerate(asked)]
 
 
@@ -499,10 +504,10 @@ def transcript(title: str, asked: list[Asked], verdict: Verdict | None) -> str:
             lines.append(f"- {'✓' if made else '✗'} {p}" + (" (overruled by you)" if overruled(a, n) else "")
                          + (f" — “{evidence}”" if evidence and made else ""))
         if a.score is not None:
-            lines += ["", f"Score: {round(100 * a.score)} %", ""]
+            lines += ["", f"Score: {pct(a.score)}", ""]
     if verdict is not None:
         lines += [f"## Verdict: {verdict.level} ({LEVEL_NAMES.get(verdict.level, 'start with the fundamentals')})",
                   "", f"Mean score of the chain's questions "
-                  f"{round(100 * verdict.mean)} %. Rule: " + VERDICT_RULE.replace("**", ""), "", FOLLOW_UP_RULE]
+                  f"{pct(verdict.mean)}. Rule: " + VERDICT_RULE.replace("**", ""), "", FOLLOW_UP_RULE]
     return "\n".join(lines) + "\n"
 
