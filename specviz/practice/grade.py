@@ -567,8 +567,8 @@ HELD_OUT_CONTRASTS = CONTRASTS.with_name("grading_contrasts_held_out.yaml")
 # + DENIAL_MARGIN) logits ("at high load the verify work on rejected drafts is basically free, so goodput goes up"
 # made "at high load wasted verify work can lower goodput"). Off in the twelfth round on GPU folds; on again in the
 # thirteenth: on three CPU runs of the leave-out folds, the runtime the grader ships for, reading the 2 nearest of
-# five helped on every run (rule 0.742 -> 0.775 at 0.56, wrong answers over 0.25 ~14 -> ~10 a run; models/README.md,
-# docs/grader-cv-2026-11-28-denials-cpu.json). Set DENIALS_READ = 0 to read none.
+# five helped on every run (rule 0.742 -> 0.775 at 0.56, wrong answers over 0.25 ~14 -> ~10 a run;
+# docs/grader-rounds.md, docs/grader-cv-2026-11-28-denials-cpu.json). Set DENIALS_READ = 0 to read none.
 DENIAL_WEIGHT, DENIAL_MARGIN = 0.375, 1.0
 DENIALS_READ = 2
 

@@ -10,7 +10,7 @@ the first reader's (the same packaged all-MiniLM-L6-v2) and only the top layers 
 
 Measured, not adopted: 86.4 % on SNLI's test set after 6 epochs (an H200, 169 s), but on the grader's
 cross-validation folds the reader fine-tuned from it gives no fewer answers outside the targets than the reader
-fine-tuned from the packaged encoder (models/README.md, "Stage one on SNLI"). `python -m specviz grade --cv --start
+fine-tuned from the packaged encoder (docs/grader-rounds.md, "Stage one on SNLI"). `python -m specviz grade --cv --start
 FILE` repeats that measurement from a file this module writes.
 
 The pair is read as the reader reads it, (point, clause): here (hypothesis, premise), so "made" means the clause

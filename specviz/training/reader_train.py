@@ -23,7 +23,7 @@ from specviz.practice import grade as G
 from specviz.practice import reader as R
 
 # Paraphrases per point read in its place against its denials (stance_swaps). Measured and not adopted (2026-11-28,
-# models/README.md, "The tenth round"): 2 raised the leave-out folds' agreement in both runs and cut the answers
+# docs/grader-rounds.md, "The tenth round"): 2 raised the leave-out folds' agreement in both runs and cut the answers
 # outside the targets (49 to 42), but the five held-out parts fell from 0.872 to 0.864 pooled (30 answers outside to
 # 29). Set it to repeat the measurement with `grade --cv`.
 STANCE_SWAPS = 0
