@@ -1,10 +1,12 @@
 """Where the speedup goes (issue 38): one recorded run read in the units of real serving systems, the acceptance
 rules side by side at its positions, and bit-exact vs distribution-lossless in fp32 and bf16."""
+import re
+
 import pandas as pd
 import streamlit as st
 
 from ui.charts import chart
-from ui.measured import on_button
+from ui.measured import ProgressBar, on_button
 from ui.sidebar import encode, get_models, sidebar
 from ui.state import keep, slider
 
@@ -116,16 +118,17 @@ st.caption("Verification is nearly free when the forward over K + 1 positions co
            "forwards. Each cycle's +n is the tokens it committed.")
 
 # ---------------------------------------------------------------- item 7: the knobs of real systems
-def breakable(path: str) -> str:
-    """A long repository path may wrap after each slash (a zero-width space there), or the table runs off the page."""
-    return path.replace("/", "/\u200b")
+def breakable(text: str) -> str:
+    """A long repository path or code name may wrap after each slash, underscore or dot before a letter (a zero-width
+    space there), or the table runs off the page ("Counters.mean_acceptance_length" did)."""
+    return re.sub(r"(/|_|\.(?=[A-Za-z]))", "\\1\u200b", text)
 
 
 st.subheader("The knobs of real systems, translated")
 st.caption("Each system's speculative-decoding settings and what they are in this app. The quotes are the systems' "
            "own documentation or code, read from the source named in the row (`specviz/labs/knobs.json`); a newer "
            "version may differ.")
-st.table(pd.DataFrame([{"system": r["system"], "knob": r["knob"], "here": r["app"],
+st.table(pd.DataFrame([{"system": r["system"], "knob": r["knob"], "here": breakable(r["app"]),
                         "what the source says (and where)": f"{r['quote']} [{breakable(r['source'])}]"}
                        for r in knobs.knob_rows()]).set_index("system"))
 st.markdown("**Their metrics, computed from this run's counters.** The same run gives different numbers under "
@@ -133,7 +136,7 @@ st.markdown("**Their metrics, computed from this run's counters.** The same run 
 if needs_run():
     st.table(pd.DataFrame([{"system": r["system"], "metric": r["metric"], "this run": r["shown"],
                             "bonus token counted": r["bonus"], "definition (and where)": f"{r['definition']} "
-                            f"[{breakable(r['source'])}]", "here": r["app"]}
+                            f"[{breakable(r['source'])}]", "here": breakable(r["app"])}
                            for r in knobs.metrics_on(c)]).set_index("system"))
 st.caption("vLLM's per-position rate divides by every draft (it can only fall with the position); "
            "the Speedup lab's acceptance by position divides by the drafts that reached the position. "
@@ -182,9 +185,9 @@ elif needs_run():
     # timed engine runs go beside a replay at these settings (until there is one, its button is in their place)
     if replayed and not replayed.stale and q2.button("Run the four policies and plain greedy in the engine (timed)",
                                                      key="ws_policies_run"):
-        bar = st.progress(0.0, text="plain greedy…")
+        bar = ProgressBar("plain greedy…")
         measured = PO.measure_policies(pols, models.target, models.draft, models.tokenizer, run["prompt"],
-                                       run["max_new"], progress=lambda f, msg: bar.progress(f, text=msg))
+                                       run["max_new"], progress=bar)
         measured["key"] = replay_key
         st.session_state["ws_policies_measured"] = measured
         st.rerun()
@@ -258,10 +261,10 @@ else:
     ids16 = encode(models, settings, n16)
 
     def run_precision() -> dict:
-        bar = st.progress(0.0, text="loading the bf16 target…")
+        bar = ProgressBar("loading the bf16 target…")
         return precision_runs(models.target, bf16_target(settings.target, settings.device),
                               lambda: make_drafter("token", models), models.tokenizer, ids16, n16, K,
-                              progress=lambda f, msg: bar.progress(f, text=msg))
+                              progress=bar)
 
     label = "Run fp32 and bf16, plain and speculative"
     ran = on_button("ws_precision", (model_key, tuple(ids16), n16, K), f"{n16} new tokens, K = {K}", label,

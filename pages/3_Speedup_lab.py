@@ -2,6 +2,7 @@
 import streamlit as st
 
 from ui.charts import chart
+from ui.measured import ProgressBar
 from ui.sidebar import encode, get_models, sidebar
 from ui.state import keep, slider
 
@@ -120,9 +121,9 @@ max_new = slider(d3, "New tokens", "sl_max", 16, 128, 48)
 if st.button("Run plain and speculative decoding", type="primary", key="sl_run"):
     ids = encode(models, settings, max_new)
     drafter = make_drafter(kinds[drafter_name], models, early_exit_layers=4)
-    bar = st.progress(0.0, text="starting…")
+    bar = ProgressBar("starting…")
     res = speculative_vs_plain(models.target, drafter, models.tokenizer, ids, max_new, mk,
-                               progress=lambda f, msg: bar.progress(f, text=msg),
+                               progress=bar,
                                draft_model=getattr(drafter, "model", None))
     res["drafter"] = drafter_name
     st.session_state["sl_measured"] = res

@@ -3,6 +3,7 @@ import pandas as pd
 import streamlit as st
 
 from ui.charts import chart
+from ui.measured import ProgressBar
 from ui.sidebar import encode, get_models, sidebar
 from ui.state import bounded, kept, slider
 
@@ -10,7 +11,7 @@ from specviz.drafters import make_drafter
 from specviz.figures import md_escape
 from specviz.figures import lossless as F
 from specviz.labs.lossless import family_verdict, first_token_distributions, mistake_power, table_problem, toy
-from specviz.labs.measure import first_positions, per_position_tests
+from specviz.labs.measure import first_positions, first_positions_minutes, per_position_tests
 from specviz.sampling import SamplingConfig
 
 
@@ -91,6 +92,8 @@ if st.session_state.get("ll_pq", (None,))[0] != pq_key:  # one target and one dr
         models.target, make_drafter(kind, models, early_exit_layers=4), ids, cfg))
 p1, q1 = st.session_state["ll_pq"][1]
 power = mistake_power(p1, q1, SAMPLES, positions)
+minutes = first_positions_minutes(n, positions)
+took = f"about {minutes:.0f} min" if minutes >= 1.5 else f"about {max(minutes * 60, 10):.0f} s"
 st.caption(
     f"**What this test can see** (calculated from token 1's exact p and q on this prompt; {positions} test"
     f"{'s' if positions > 1 else ''} at 0.05 / {positions}): the chance it rejects a sampler that resamples from p "
@@ -98,12 +101,14 @@ st.caption(
     " samples — and one that drafts greedily — " +
     ", ".join(f"{pw:.0%} at {m}" for m, pw in zip(SAMPLES, power["greedy_draft"])) +
     ". A test that misses a mistake most of the time says little when it passes: pick a sample count where these "
-    "are high.")
-if st.button("Sample the first tokens both ways", key="ll_run", type="primary"):
-    bar = st.progress(0.0, text="sampling…")
+    f"are high. At {n} samples and {positions} position{'s' if positions > 1 else ''} sampling takes {took} on a "
+    "2-core CPU.")
+if st.button("Sample the first tokens both ways", key="ll_run", type="primary",
+             help=f"{n} samples at {positions} position{'s' if positions > 1 else ''}: {took} on a 2-core CPU."):
+    bar = ProgressBar("sampling…")
     spec, plain = first_positions(models.target, lambda: make_drafter(kind, models, early_exit_layers=4),
                                   models.tokenizer, ids, n, cfg, positions,
-                                  progress=lambda f, m: bar.progress(min(f, 1.0), text=m))
+                                  progress=bar)
     bar.empty()  # done: the results below replace the progress bar
     st.session_state["ll_real"] = (positions, per_position_tests(spec, plain, positions), n,
                                    {k: v[SAMPLES.index(n)] for k, v in power.items()}, int(seed))

@@ -3,6 +3,7 @@ import pandas as pd
 import streamlit as st
 
 from ui.charts import chart
+from ui.measured import ProgressBar
 from ui.sidebar import get_models, sidebar
 from ui.state import keep, kept, slider
 
@@ -121,9 +122,9 @@ a = slider(s1, "Acceptance rate a", "sv_a", 0.0, 0.95, 0.55, step=0.05,
            help="The shipped drafts accept about half of their tokens greedily (models/README.md).")
 c_gpu = slider(s1, "c for the GPU calculation (draft step / target step)", "sv_c", 0.0, 0.3, 0.05, step=0.01)
 if s1.button("Measure v(B) and c(B) here (target and token draft, B = 1…16)", key="sv_grid"):
-    bar = st.progress(0.0, text="measuring…")
+    bar = ProgressBar("measuring…")
     st.session_state["sv_grid_result"] = S.forward_grid(models.target, models.draft, [1, 2, 4, 8, 16], k,
-                                                        progress=lambda f, m: bar.progress(f, text=m))
+                                                        progress=bar)
 grid = st.session_state.get("sv_grid_result")
 gpu_batches = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048]
 calc = {"name": f"calculated: {R.KNOWN_SHAPES[0].name} on {R.H100_SXM.name}, {ctx} ctx, c = {c_gpu}",
@@ -133,9 +134,9 @@ if s1.button("Run batched speculative greedy (B = 1, 4, 16)", key="sv_batched_ru
              help="Batched greedy, then batched speculative greedy with the token draft (K = 4, 64 new tokens) on the "
                   "benchmark prompts, and the forward-cost grid at the same K: the longest measurement on this page."):
     with st.status("Running batched greedy and batched speculative greedy at B = 1, 4, 16…", expanded=True) as box:
-        run_bar = st.progress(0.0, text="starting…")
+        run_bar = ProgressBar("starting…")
         st.session_state["sv_batched"] = BT.measure_batches(models.target, models.draft, models.tokenizer,
-                                                            progress=lambda f, m: run_bar.progress(f, text=m))
+                                                            progress=run_bar)
         box.update(label="Batched runs done", state="complete", expanded=False)
 measured = st.session_state.get("sv_batched")
 measured_here = measured is not None

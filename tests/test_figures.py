@@ -286,3 +286,14 @@ def test_beam_vs_greedy_names_pruning_or_the_length_penalty_by_the_scores():
     # different lengths but greedy still scores higher after the penalty: pruning again
     still = beam_vs_greedy(_Tok(), [1, 2, 3, 4], -4.0, [1, 5, 6], -5.0, beams=3, length_penalty=1.0)
     assert "pruned" in still
+
+
+def test_a_speedup_that_prints_as_1_00_is_even_not_a_slowdown():
+    # a learner's walk: "1.00×, a slowdown" contradicted its own number (the rule used the unrounded 0.996)
+    from specviz.figures.drafters import slowdown, speedup_bars
+    rows = [{"drafter": d, "speedup vs plain greedy": v, "speedup range": (v, v), "acceptance rate": 0.15}
+            for d, v in (("ngram", 0.996), ("early-exit", 0.994), ("feature", 1.3))]
+    assert [slowdown(r["speedup vs plain greedy"]) for r in rows] == [False, True, False]
+    bar = speedup_bars(rows).data[0]
+    assert bar.text[0].startswith("1.00×, even") and "slowdown" not in bar.text[0]
+    assert bar.text[1].startswith("0.99×, a slowdown") and list(bar.marker.pattern.shape) == ["", "/", ""]

@@ -356,6 +356,19 @@ def test_a_follow_up_holds_a_point_near_the_one_missed():
 
 
 @needs_model
+def test_a_follow_up_never_asks_the_question_just_asked_in_other_words():
+    """A walk answered the chain's "Does it still pay at batch 64?" and was asked "Does speculative decoding still
+    pay at batch 64? Reason from the roofline." next: the bank's twin of the step (questions 0.67 apart, question and
+    rubric as one text 0.75). A twin of an asked card is no follow-up, whichever point was missed; the next best
+    card is asked only when it holds a point within TWIN_FLOOR."""
+    steps = [f"mock-spec-end-to-end:{n}" for n in (1, 2, 3)]
+    for missed in G.card(steps[-1]).rubric[1:]:
+        pick = G.follow_up(missed, steps)
+        assert pick is None or pick.id != "spec-at-batch-64", missed
+    assert G.follow_up(G.card(steps[-1]).rubric[1], steps[:2]).id == "spec-at-batch-64"  # before the step: asked
+
+
+@needs_model
 def test_a_follow_up_probes_the_miss_not_what_the_answer_made():
     """A walk said "the target checks all K in one forward pass" and missed the accept rule: the follow-up asked how
     the target checks K drafts in one pass (what it had just said). A question as near a made point as a twin of an

@@ -173,3 +173,18 @@ def test_tree_page_link_carries_edited_medusa_choices():
     assert at.text_area(key="tr_choices").value == edited
     bad = app(TREE, drafter="medusa", choices="[(7, 7, 7)]")  # a path whose parent is not listed
     assert bad.text_area(key="tr_choices").value == "[(7, 7, 7)]" and bad.error  # said so, shipped list used
+
+
+def test_a_progress_bar_says_how_long_is_left_from_the_pace_so_far(monkeypatch):
+    # a walk's 4.6-minute run read only "200/400 samples" for minutes: it looked hung
+    from ui import measured as M
+    shown = []
+    bar = M.ProgressBar.__new__(M.ProgressBar)
+    bar.bar = type("Bar", (), {"progress": lambda self, f, text: shown.append((f, text))})()
+    bar.start = 100.0
+    monkeypatch.setattr(M.time, "monotonic", lambda: 250.0)  # 150 s spent
+    bar(0.5, "200/400 samples")
+    bar(0.02, "8/400 samples")  # too little done to know the pace: no guess
+    bar(1.2, "done")
+    assert shown == [(0.5, "200/400 samples — about 2 min left"), (0.02, "8/400 samples"), (1.0, "done")]
+    assert M.left_in_words(42) == "about 40 s left" and M.left_in_words(2) == "about 5 s left"

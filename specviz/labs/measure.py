@@ -155,6 +155,15 @@ def acceptance_is_not_speedup(rows: list[dict], names) -> str | None:
             f"beats plain decoding only if a > c (Leviathan et al., Corollary 3.9). In this run — {said}. {verdict}")
 
 
+# Seconds a first_positions sample costs per position on a 2-core CPU with the embedded target and token draft
+# (a learner's walk, 2026-11-29: 400 samples at 3 positions took 276 s), for the page to say before it starts.
+SECONDS_PER_SAMPLE_POSITION = 276 / (400 * 3)
+
+
+def first_positions_minutes(n: int, positions: int) -> float:
+    return n * positions * SECONDS_PER_SAMPLE_POSITION / 60
+
+
 def first_positions(target, drafter_factory, tokenizer, ids, n: int, cfg: SamplingConfig, positions: int = 3,
                     k: int = 2, progress=lambda f, m: None) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]]]:
     """n samples of the first `positions` tokens from speculative sampling and n from plain sampling

@@ -793,6 +793,14 @@ def point_topic(point: str, encoder: Encoder | None = None) -> str:
     return questions[int(enc.torch.argmax(sims))].topic
 
 
+WHOLE_TWIN = 0.72  # cosine of question + rubric as one text: a card this near an asked one asks it again
+TWIN_FLOOR = 0.56  # FOLLOW_UP_FLOOR when the best card was such a twin: the next best must fit more clearly
+
+
+def _whole(card) -> str:
+    return " ".join([card.question, *card.rubric])
+
+
 def follow_up(point: str, exclude=(), encoder: Encoder | None = None, twin: float = 0.75,
               made=()) -> Card | None:
     """The bank question that best probes a missed point: the one whose question, headline and rubric sit
@@ -804,7 +812,13 @@ def follow_up(point: str, exclude=(), encoder: Encoder | None = None, twin: floa
     rule was asked how the target checks K drafts in one pass; of the mock steps' 133 points, each missed after
     the ones before it were made, this changes only that one, judged the better probe blind:
     docs/grader-follow-up-2026-11-29.json). None when no card fits: none holds a rubric point within
-    FOLLOW_UP_FLOOR of the missed one."""
+    FOLLOW_UP_FLOOR of the missed one.
+
+    A mock step is often a bank card in other words ("Does it still pay at batch 64?" and "Does speculative
+    decoding still pay at batch 64? Reason from the roofline.", questions 0.67 apart): when the best card sits
+    within WHOLE_TWIN of an asked one, question and rubric read as one text, it is the question just asked, and the
+    next best is taken only if it holds a point within TWIN_FLOOR (a walk was asked the same question twice; of the
+    133 points this changes 16, each a repeat before: 12 now move on, docs/grader-follow-up-2026-11-29b.json)."""
     enc = encoder or default_encoder()
     cards = gradable_cards()
     asked = [cards[c].question for c in exclude if c in cards] + [str(p) for p in made]
@@ -812,6 +826,19 @@ def follow_up(point: str, exclude=(), encoder: Encoder | None = None, twin: floa
     if asked and pool:
         near = (enc.cached([q.question for q in pool]) @ enc.cached(asked).T).max(dim=1).values
         pool = [q for q, n in zip(pool, near.tolist()) if n < twin] or pool
+    best = _best_probe(point, pool, enc, FOLLOW_UP_FLOOR)
+    asked_whole = [_whole(cards[c]) for c in exclude if c in cards]
+    if best is not None and asked_whole:
+        near = (enc.cached([_whole(q) for q in pool]) @ enc.cached(asked_whole).T).max(dim=1).values
+        twins = {q.id for q, n in zip(pool, near.tolist()) if n >= WHOLE_TWIN}
+        if best.id in twins:
+            best = _best_probe(point, [q for q in pool if q.id not in twins], enc, TWIN_FLOOR)
+    return None if best is None else cards[best.id]
+
+
+def _best_probe(point: str, pool: list, enc: Encoder, floor: float):
+    """follow_up's pick from `pool`: the card nearest the missed point as a whole plus its nearest rubric point,
+    among the cards holding a point within `floor` of it; None when none does."""
     if not pool:
         return None
     texts = [" ".join([q.question, q.headline, *q.rubric]) for q in pool]
@@ -832,11 +859,10 @@ def follow_up(point: str, exclude=(), encoder: Encoder | None = None, twin: floa
     # no card holds a point near the missed one: no follow-up, as an interviewer with nothing fitting moves on
     # (all 13 of the mock steps' 133 points whose follow-up sat under the floor got an unrelated question: a
     # chi-square test followed up with "what does a good draft look like in numbers")
-    fits = [i for i in shortlist if nearest[i] >= FOLLOW_UP_FLOOR]
+    fits = [i for i in shortlist if nearest[i] >= floor]
     if not fits:
         return None
-    best = max(fits, key=lambda i: float(sims[i]) + nearest[i])
-    return cards[pool[best].id]
+    return pool[max(fits, key=lambda i: float(sims[i]) + nearest[i])]
 
 
 def hint(point: str, reference: str, encoder: Encoder | None = None, limit: int = 180, answer: str = "") -> str:

@@ -455,8 +455,9 @@ MAX_FOLLOW_UPS = 2  # an interview is the chain's questions and at most this man
 FOLLOW_UP_RULE = ("After an answer to one of the chain's questions, the interviewer follows up on the first point of "
                   "its rubric the grader found missing (a rubric lists the heart of the answer first), with the bank "
                   "question closest to it. The chain's next question comes instead after a follow-up, after an answer "
-                  "that makes every point, and when no bank question holds a point near the missed one. Every "
-                  "question of the chain is asked, and at most "
+                  "that makes every point, when no bank question holds a point near the missed one, and when the "
+                  "nearest is a question already asked in other words. Every question of the chain is asked, and at "
+                  "most "
                   f"{MAX_FOLLOW_UPS} follow-ups in all (the last question's answer can have one too). Follow-ups are "
                   "graded and shown, but the level comes from the chain's questions alone: a follow-up's question is "
                   "the grader's pick from the bank, and can stray from the chain.")
