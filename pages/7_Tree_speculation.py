@@ -79,11 +79,13 @@ if choice == "Medusa heads":
                f"{models.medusa.num_heads} heads, so a depth above that adds nothing); then ordered as Medusa orders "
                "them, by depth and then rank, so the likelier sibling is tried first.")
 t1, t2, t3 = st.columns(3)
-typical_on = t1.toggle("Typical acceptance (LOSSY when sampling)", key="tr_typical",
-                       help="Medusa's rule as its repository runs it: when sampling, a node passes when p(x) > "
-                            "min(ε, δ·exp(−H(p))); the likeliest of the longest passing paths is kept and the next "
-                            "token is p's argmax. The output is no longer distributed as the target's. Under greedy "
-                            "Medusa verifies by exact match, so there the toggle changes nothing.")
+# a short label: "(LOSSY when sampling)" was cut in its column; the help says when
+typical_on = t1.toggle("Typical acceptance (lossy)", key="tr_typical",
+                       help="LOSSY when sampling. Medusa's rule as its repository runs it: when sampling, a "
+                            "node passes when p(x) > min(ε, δ·exp(−H(p))); the likeliest of the longest passing "
+                            "paths is kept and the next token is p's argmax. The output is no longer distributed as "
+                            "the target's. Under greedy Medusa verifies by exact match, so there the toggle changes "
+                            "nothing.")
 epsilon = slider(t2, "ε (posterior threshold)", "tr_eps", 0.01, 0.5, 0.09, "eps", step=0.01, disabled=not typical_on)
 delta = slider(t3, "δ (entropy factor)", "tr_delta", 0.01, 1.0, 0.3, "delta", step=0.01, disabled=not typical_on)
 typical = (epsilon, delta) if typical_on else None

@@ -158,18 +158,18 @@ def test_an_answer_graded_becomes_a_step_of_the_transcript():
 
 
 def test_the_verdict_tables_and_the_step_to_work_on():
-    assert Q.step_rows(MOCK, [1.0, 0.5, 0.25]) == [{"Step": 1, "Question": "Q1?", "Score": "100 %"},
-                                                   {"Step": 2, "Question": "Q2?", "Score": "50 %"},
-                                                   {"Step": 3, "Question": "Q3?", "Score": "25 %"}]
+    assert Q.step_rows(MOCK, [1.0, 0.5, 0.25]) == [{"Step": 1, "Question": "Q1?", "Score": "100\u00a0%"},
+                                                   {"Step": 2, "Question": "Q2?", "Score": "50\u00a0%"},
+                                                   {"Step": 3, "Question": "Q3?", "Score": "25\u00a0%"}]
     steps = [asked("m:1", [], 2 / 3), asked("other", [], 0.0), asked("m:2", [], 1.0)]
     assert Q.chain_steps(MOCK, steps) == [0, 2]  # the follow-up is shown, and is not in the level
     assert Q.asked_rows(MOCK, steps) == [
-        {"Step": 1, "Question": "q", "Why asked": "why", "Score": "67 %", "In the level": "yes"},
-        {"Step": 2, "Question": "q", "Why asked": "why", "Score": "0 %", "In the level": "no: a follow-up"},
-        {"Step": 3, "Question": "q", "Why asked": "why", "Score": "100 %", "In the level": "yes"}]
+        {"Step": 1, "Question": "q", "Why asked": "why", "Score": "67\u00a0%", "In the level": "yes"},
+        {"Step": 2, "Question": "q", "Why asked": "why", "Score": "0\u00a0%", "In the level": "no: a follow-up"},
+        {"Step": 3, "Question": "q", "Why asked": "why", "Score": "100\u00a0%", "In the level": "yes"}]
     assert Q.work_on(Q.mock_verdict([1, 0.5, 0.75]), [1, 0.5, 0.75]) == 1
     assert Q.work_on(Q.mock_verdict([1, 1]), [1, 1]) is None  # nothing to work on when every step is full
-    assert Q.past_results([("m", "L5", 0.62), ("n", "L6", 1.0), ("m", "L6", 0.9)], "m") == "L5 (62 %), L6 (90 %)"
+    assert Q.past_results([("m", "L5", 0.62), ("n", "L6", 1.0), ("m", "L6", 0.9)], "m") == "L5 (62\u00a0%), L6 (90\u00a0%)"
 
 
 def test_the_mock_knows_its_last_step():

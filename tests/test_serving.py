@@ -69,8 +69,8 @@ def test_serving_page_draws_the_calculations_and_measures():
     kv = figs[0]["data"]
     assert any("70B" in t["name"] for t in kv)
     seventy = next(t for t in kv if "70B" in t["name"])
-    # batch 32 (the default) x 512 tokens x 320 KiB = 5 GiB
-    assert seventy["x"][0] == 512 and seventy["y"][0] == pytest.approx(5.0)
+    # batch 16 (the default) x 512 tokens x 320 KiB = 2.5 GiB
+    assert seventy["x"][0] == 512 and seventy["y"][0] == pytest.approx(2.5)
     at.button(key="sv_measure_cpu").click().run()
     assert not at.exception
     roof = [json.loads(e.proto.spec) for e in at.get("plotly_chart")][1]

@@ -37,14 +37,15 @@ def layout_positions(cycle) -> dict[int, tuple[float, float]]:
     return pos
 
 
-def star_y(pos: dict[int, tuple[float, float]], x: float, y0: float, clearance: float = 0.5) -> float:
-    """Where the target's own token goes in column x (one past the last accepted node, at height y0): half a row
+def star_y(pos: dict[int, tuple[float, float]], x: float, y0: float, clearance: float = 0.75) -> float:
+    """Where the target's own token goes in column x (one past the last accepted node, at height y0): `clearance`
     below y0 (its rejected child may sit level with it), unless a node of column x sits within `clearance` of
     that; then the free height nearest to it (between two nodes of the column, or past its last). Rows are one
     unit apart but a parent sits at its children's mean, so a node can be anywhere: at N = 32, depth 8 the star
-    covered another node in 7 of 20 cycles."""
+    covered another node in 7 of 20 cycles. Three quarters of a row, not a half: in a 260-pixel figure a row is about
+    27 pixels, and half of one left the star touching a rejected node's cross (a walk, 2026-11-29)."""
     taken = sorted(y for (px, y) in pos.values() if abs(px - x) < 1e-9)
-    want = y0 - 0.55
+    want = y0 - clearance
     if all(abs(y - want) >= clearance for y in taken):
         return want
     spots = [(a + b) / 2 for a, b in zip(taken, taken[1:]) if b - a >= 2 * clearance] + [taken[0] - 1, taken[-1] + 1]

@@ -223,8 +223,9 @@ def fmt(x: float) -> str:
 
 
 def pct(x: float) -> str:
-    """A share in percent, as the verdict's headline, the graded steps and the transcript say it: "67 %"."""
-    return f"{round(100 * x)} %"
+    """A share in percent, as the verdict's headline, the graded steps and the transcript say it: "67 %", the space
+    a no-break one (a narrow table column broke "100 %" over two lines)."""
+    return f"{round(100 * x)}\u00a0%"
 
 
 def box_message(box: int) -> str:
