@@ -169,7 +169,8 @@ def test_the_verdict_tables_and_the_step_to_work_on():
         {"Step": 3, "Question": "q", "Why asked": "why", "Score": "100\u00a0%", "In the level": "yes"}]
     assert Q.work_on(Q.mock_verdict([1, 0.5, 0.75]), [1, 0.5, 0.75]) == 1
     assert Q.work_on(Q.mock_verdict([1, 1]), [1, 1]) is None  # nothing to work on when every step is full
-    assert Q.past_results([("m", "L5", 0.62), ("n", "L6", 1.0), ("m", "L6", 0.9)], "m") == "L5 (62\u00a0%), L6 (90\u00a0%)"
+    past = Q.past_results([("m", "L5", 0.62), ("n", "L6", 1.0), ("m", "L6", 0.9)], "m")
+    assert past == "L5 (62\u00a0%), L6 (90\u00a0%)"
 
 
 def test_the_mock_knows_its_last_step():

@@ -147,7 +147,7 @@ def test_the_targets_token_never_covers_a_node():
               if t.mode == "markers+text" and t.name in ("accepted", "rejected", "not reached")
               for px, py in zip(t.x, t.y) if px == x]
     assert len(column) == 3  # c, d and e share depth 2 with the star
-    assert all(abs(py - y) >= 0.75 for _, py in column), (y, column)  # about 20 px at the least height
+    assert all(abs(py - y) >= 0.75 for _, py in column), (y, column)  # over 20 px at the least height
     edge = next(t for t in fig.data if t.mode == "lines" and t.line.dash == "dot")
     accepted = next(t for t in fig.data if t.name == "accepted")
     assert list(edge.y) == [accepted.y[0], y]  # drawn from the last accepted node, a

@@ -42,8 +42,8 @@ def star_y(pos: dict[int, tuple[float, float]], x: float, y0: float, clearance: 
     below y0 (its rejected child may sit level with it), unless a node of column x sits within `clearance` of
     that; then the free height nearest to it (between two nodes of the column, or past its last). Rows are one
     unit apart but a parent sits at its children's mean, so a node can be anywhere: at N = 32, depth 8 the star
-    covered another node in 7 of 20 cycles. Three quarters of a row, not a half: in a 260-pixel figure a row is about
-    27 pixels, and half of one left the star touching a rejected node's cross (a walk, 2026-11-29)."""
+    covered another node in 7 of 20 cycles. Three quarters of a row, not a half: half of one left the star touching a
+    rejected node's cross (a walk, 2026-11-29, when rows were 20 pixels apart; tree_figure now gives 30 or more)."""
     taken = sorted(y for (px, y) in pos.values() if abs(px - x) < 1e-9)
     want = y0 - clearance
     if all(abs(y - want) >= clearance for y in taken):
@@ -103,9 +103,11 @@ def tree_figure(cycle, root_text: str = "context", hide: bool = False) -> go.Fig
     if cycle.new_token is not None and cycle.new_origin in NEW_COLORS and not hide:
         for trace in _target_token(cycle, pos):
             fig.add_trace(trace)
+    # a row per leaf, one more for the target's token, and room for an 18-pixel marker in each: at 36 pixels a leaf
+    # with a floor of 260 the rows came out 20 pixels apart and neighbouring crosses touched (a walk, 2026-11-29)
+    leaves = sum(1 for n in cycle.nodes if not any(m.parent == n.index for m in cycle.nodes))
     fig.update_layout(xaxis=dict(title="depth (drafted position)", dtick=1), yaxis=dict(visible=False),
-                      height=max(260, 36 * (1 + sum(1 for n in cycle.nodes
-                                                    if not any(m.parent == n.index for m in cycle.nodes)))),
+                      height=max(300, 40 * (2 + leaves)),
                       # legend above the nodes: below them Plotly puts it over the axis title
                       margin=dict(l=10, r=10, t=40, b=30),
                       legend=dict(orientation="h", x=1, xanchor="right", y=1.0, yanchor="bottom"))
