@@ -351,7 +351,7 @@ def test_a_follow_up_holds_a_point_near_the_one_missed():
              for p in s.rubric]
     assert all(nearest(p, c.id) >= G.FOLLOW_UP_FLOOR for p, c in picks if c is not None)
     none = [p for p, c in picks if c is None]
-    assert len(none) <= len(picks) // 8, none  # 13 of 133 at the floor's choice
+    assert len(none) <= len(picks) // 5, none  # 21 of 133 at 0.45 (13 at 0.4)
     assert "It is never exactly free (v > 1), and on a small CPU it can be far from free" in none
 
 

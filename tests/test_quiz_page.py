@@ -432,7 +432,8 @@ def test_the_graded_mock_follows_up_on_what_the_first_answer_missed():
     g = G.grade(G.card(first), answer)
     missed = [p.point for p in g.points if not p.made]
     assert missed
-    follow = G.follow_up(missed[0], [first], made=[p.point for p in g.points if p.made])  # the first missed point
+    chain = [f"{mock.id}:{n}" for n in range(1, len(mock.steps) + 1)]  # asked, and still to come: never followed up
+    follow = G.follow_up(missed[0], chain, made=[p.point for p in g.points if p.made])  # the first missed point
     asked = at.session_state["qa_gmock"]["asked"]
     assert [a.card for a in asked] == [first]
     assert any(m.value == f"### {follow.question}" for m in at.markdown)  # the follow-up, not a fixed chain

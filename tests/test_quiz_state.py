@@ -108,7 +108,8 @@ def test_the_follow_up_is_on_the_first_missed_point_of_the_rubric():
     first = asked("m:1", [("made it", True, 0.99), ("core miss", False, 0.6), ("side miss", False, 0.95)])
     card_id, question, why = Q.next_question(MOCK, [first], pick)
     assert (card_id, question) == ("other", "Why is it exact?") and "core miss" in why
-    assert seen == [("core miss", ["m:1"], ["made it"])]  # asked cards are never asked again, nor what was made
+    # asked cards are never asked again, nor what was made, nor the chain's questions still to come
+    assert seen == [("core miss", ["m:1", "m:2", "m:3"], ["made it"])]
     # after a follow-up: the chain's next question, even if the follow-up missed points too
     follow = asked("other", [("a point", False, 0.9)])
     assert Q.next_question(MOCK, [first, follow], pick)[:2] == ("m:2", "Q2?")
@@ -125,7 +126,7 @@ def test_a_graded_interview_asks_every_chain_question_and_at_most_two_follow_ups
         asked_.append(asked(nxt[0], [("x", False, 0.9)]))
         assert len(asked_) <= len(MOCK.steps) + Q.MAX_FOLLOW_UPS
     # one follow-up at a time, then back to the chain; the chain's last question is asked whatever was missed
-    assert [a.card for a in asked_] == ["m:1", "f1", "m:2", "f3", "m:3"]
+    assert [a.card for a in asked_] == ["m:1", "f3", "m:2", "f4", "m:3"]
     never = lambda p, e, m: None
     done = []
     while (nxt := Q.next_question(MOCK, done, never)) is not None:

@@ -777,7 +777,10 @@ def card(card_id: str) -> Card:
 
 
 TOPIC_BONUS = 0.1  # cosine added to a follow-up candidate of the missed point's own topic
-FOLLOW_UP_FLOOR = 0.4  # cosine: a follow-up card must hold a rubric point at least this near the missed one
+# cosine: a follow-up card must hold a rubric point at least this near the missed one. 0.4 until a walk was told it
+# missed "the verify pass reads the weights and KV cache once" and asked about lookahead KV slots: at 0.45, 20 of
+# the mock steps' 133 follow-ups change, 13 better, 3 worse (docs/grader-follow-up-2026-11-29b.json)
+FOLLOW_UP_FLOOR = 0.45
 SHORTLIST = 20  # cards, nearest the missed point as a whole, whose rubric points follow_up reads one by one
 
 

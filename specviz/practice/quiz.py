@@ -486,7 +486,11 @@ def next_question(mock, asked: list[Asked], pick_follow_up) -> tuple[str, str, s
     followed_up = not is_chain(mock, last.card)
     if missed and not followed_up and len(asked) - chain < MAX_FOLLOW_UPS:
         point = missed[0]
-        card = pick_follow_up(point, [a.card for a in asked], [p for p, made, _, _ in last.points if made])
+        # the chain's questions still to come are excluded too, with their twins: a follow-up the chain asks later
+        # anyway ("Can the draft model decode greedily?" before the step that asks it) is a repeat in advance
+        chain_ids = [f"{mock.id}:{n}" for n in range(1, len(mock.steps) + 1)]
+        card = pick_follow_up(point, list(dict.fromkeys([a.card for a in asked] + chain_ids)),
+                              [p for p, made, _, _ in last.points if made])
         if card is not None:
             return card.id, card.question, f"follow-up on what your last answer missed: “{point}”"
     if chain >= len(mock.steps):
