@@ -153,7 +153,8 @@ def test_an_answer_graded_becomes_a_step_of_the_transcript():
     grade = SimpleNamespace(points=[point("p0", True, 0.8, "said it"), point("p1", False, 0.7)], score=0.5)
     a = Q.asked_from("m:1", "Q1?", "the chain's first question", "line one\nline two", grade)
     assert a.points == (("p0", True, "said it", 0.8), ("p1", False, "", 0.7)) and a.score == 0.5
-    md = Q.transcript("A chain", [a], Q.mock_verdict([a.score]))
+    md = Q.transcript("A chain", [a], Q.mock_verdict([a.score]), "Ada", "2026-11-29")
+    assert md.startswith("# Mock interview: A chain\n\nAda · 2026-11-29\n\n")  # whose, and when
     assert "> line one\n> line two" in md  # a multi-line answer stays quoted
     assert "- ✓ p0 — “said it”" in md and "- ✗ p1\n" in md and "## Verdict: L5" in md
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import textwrap
 import time
+from datetime import date
 from types import SimpleNamespace
 
 import streamlit as st
@@ -366,7 +367,7 @@ def verdict_block(mock, scores, rows, learner, recorded, rule_extra: str = "", s
     if learner is not None:
         if not recorded:
             recorded = progress().record_mock(learner, mock.id, v.level, v.mean)
-        st.caption("Your results on this chain so far: " + Q.past_results(progress().mocks(learner), mock.id))
+        st.caption("Your results on this chain, oldest first: " + Q.past_results(progress().mocks(learner), mock.id))
     return recorded
 
 
@@ -457,7 +458,9 @@ def graded_verdict(mock, state: dict, learner) -> None:
                         " · a follow-up, not in the level") + f"  \n{a.question}")
             step_grades(mock, state, n, learner)
         st.caption(GR.MOCK_CAVEAT)
-    st.download_button("Download the transcript (Markdown)", Q.transcript(mock.title, asked, Q.mock_verdict(scores)),
+    st.download_button("Download the transcript (Markdown)",
+                       Q.transcript(mock.title, asked, Q.mock_verdict(scores), st.session_state.get("s_learner", ""),
+                                    date.today().isoformat()),
                        file_name=f"{mock.id}-transcript.md", mime="text/markdown", key="qa_gmock_dl")
     if st.button("Take this interview again ↻", key="qa_gmock_again", type="primary"):
         st.session_state.pop("qa_gmock", None)

@@ -499,9 +499,10 @@ def next_question(mock, asked: list[Asked], pick_follow_up) -> tuple[str, str, s
     return f"{mock.id}:{n}", mock.steps[n - 1].question, f"the chain's question {n}"
 
 
-def transcript(title: str, asked: list[Asked], verdict: Verdict | None) -> str:
-    """The interview as Markdown: each question, why it was asked, the answer, each point ✓/✗ with its evidence."""
-    lines = [f"# Mock interview: {title}", ""]
+def transcript(title: str, asked: list[Asked], verdict: Verdict | None, who: str = "", day: str = "") -> str:
+    """The interview as Markdown: each question, why it was asked, the answer, each point ✓/✗ with its evidence;
+    under the title, whose interview and when (a walk kept three transcripts that did not say)."""
+    lines = [f"# Mock interview: {title}", ""] + ([" · ".join(x for x in (who, day) if x), ""] if who or day else [])
     for n, a in enumerate(asked, 1):
         follow = " (not in the level)" if a.why.startswith("follow-up") else ""
         lines += [f"## {n}. {a.question}", f"_{a.why}{follow}_", "", "**Answer:**", "", "> " + (a.answer or "(none)")
