@@ -874,7 +874,10 @@ def hint(point: str, reference: str, encoder: Encoder | None = None, limit: int 
     walk in Chromium was hinted "At low load it raises both goodputs" for "at high load ... can lower goodput", and
     fragments such as "…its own KV entries"); a piece from mid-sentence begins with "…". It skips a piece the
     learner's `answer` already says in its words (a walk got its own sentence back: the point needed its other half).
-    Over the bank's 586 points the grader itself credits the hint with its point 536 times (445 by cosine alone)."""
+    Over the bank's 586 points the grader itself credits the hint with its point 512 times (2026-11-29; 536 with an
+    earlier grader). Preferring whole sentences (a walk read many hints as fragments) was measured and not adopted:
+    a bonus of 0.1 to 0.3 raised them from 182 to 241–321 but cut "…so one more token is sampled from it at no extra
+    target cost." to "A cycle therefore yields up to K+1 tokens." for its point, and credited 510 to 497."""
     enc = encoder or default_encoder()
     text = re.sub(r"\s+", " ", str(reference or "")).strip()
     spans = clauses(text, limit=None)  # the grader's own pieces: clauses, neighbouring pairs, whole sentences
