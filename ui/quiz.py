@@ -515,7 +515,8 @@ def step_grades(mock, state: dict, n: int, learner) -> None:
     score, the verdict and the weak points follow)."""
     a = state["asked"][n]
     # the answer itself, to judge each ✗ by (escaped: the learner's words are never markup)
-    st.markdown(f'<div style="color:#555">Your answer: “{GR.quoted(a.answer).replace(chr(10), "<br>")}”</div>',
+    st.markdown(f'<div style="color:#555;margin-bottom:0.6rem">Your answer: '
+                f'“{GR.quoted(a.answer).replace(chr(10), "<br>")}”</div>',
                 unsafe_allow_html=True)
     for j, (point, made, evidence, _) in enumerate(a.points):
         c1, c2 = st.columns([6, 2], vertical_alignment="center")
